@@ -1,0 +1,2 @@
+//! replay benchmarks (filled in with the replay crate).
+fn main() {}

@@ -1,0 +1,2 @@
+//! countersign-canon (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! countersign-gate (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! countersign-mcp (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! countersign-replay (under construction).
+#![forbid(unsafe_code)]

@@ -1,0 +1,2 @@
+//! countersign-token (under construction).
+#![forbid(unsafe_code)]
