@@ -1,2 +1,102 @@
-//! countersign-canon (under construction).
+//! countersign-canon: one canonical byte form for JSON, its digests and its manifest.
+//!
+//! "The human approves a hash, not a promise": everything countersign approves, stores, tokens
+//! and audits is named by a digest of canonical bytes. This crate is the single place those bytes
+//! are made (CONTRACT.md sections 2, 3 and 7): a strict parser that refuses ambiguous input,
+//! NFC, the RFC 8785 writer, the domain-separated digest framing, the draft envelope and the
+//! manifest a person reads before approving. It does no I/O.
 #![forbid(unsafe_code)]
+
+mod digest;
+mod envelope;
+mod error;
+mod json;
+mod manifest;
+mod nfc;
+mod order;
+mod parse;
+mod stream;
+mod tree;
+mod value;
+mod write;
+
+pub use crate::digest::{Digest, Domain, Revision, digest, digest_framed};
+pub use crate::envelope::{Envelope, Principal, args_digest};
+pub use crate::error::{Error, ErrorCode};
+pub use crate::manifest::{Flags, Manifest, ManifestEntry, manifest, show_escaped};
+pub use crate::nfc::nfc;
+pub use crate::parse::parse;
+pub use crate::value::{Object, Value};
+
+use std::fmt;
+
+/// Size and depth limits of the parser. The defaults are the contract's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The deepest nesting of arrays and objects accepted (default 64). Values are walked
+    /// recursively after parsing, so keep this in the hundreds at most.
+    pub max_depth: usize,
+    /// The largest input accepted, in bytes (default 1 MiB).
+    pub max_size: usize,
+}
+
+impl Limits {
+    /// The contract's defaults: depth 64, 1 MiB.
+    pub const DEFAULT: Limits = Limits {
+        max_depth: 64,
+        max_size: 1 << 20,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::DEFAULT
+    }
+}
+
+/// A canonicalization profile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Profile {
+    /// Strict parse, NFC of names and strings, RFC 8785.
+    #[default]
+    CountersignV1,
+    /// Strict parse and RFC 8785 only (the RFC's own test vectors).
+    Jcs,
+}
+
+impl Profile {
+    /// The profile's name: `countersign-v1` or `jcs`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Profile::CountersignV1 => "countersign-v1",
+            Profile::Jcs => "jcs",
+        }
+    }
+
+    /// The profile named `name` (`countersign-v1` or `jcs`).
+    pub fn from_name(name: &str) -> Option<Profile> {
+        match name {
+            "countersign-v1" => Some(Profile::CountersignV1),
+            "jcs" => Some(Profile::Jcs),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Parses `input` and returns its canonical bytes: the same bytes as
+/// `parse(input, profile, limits)?.to_canonical_bytes()`, made without building the value.
+///
+/// # Errors
+///
+/// As [`parse`].
+pub fn canonicalize(input: &[u8], profile: Profile, limits: &Limits) -> Result<Vec<u8>, Error> {
+    let mut sink = stream::CanonicalSink::with_capacity(input.len());
+    parse::run(input, profile, limits, &mut sink)?;
+    Ok(sink.finish())
+}

@@ -1,2 +1,39 @@
-//! countersign-gate (under construction).
+//! countersign-gate: propose → a person approves one revision → execute exactly those bytes, once.
+//!
+//! The gate owns the policy, the privacy scan, the draft state machine, the stores that make every
+//! transition atomic, the executor with its idempotency rules, and the tamper-evident audit chain.
+//! Nothing here speaks MCP: the MCP layer and the `countersign` CLI wire it to the outside.
 #![forbid(unsafe_code)]
+
+pub mod action;
+pub mod audit;
+mod claim;
+mod decide;
+pub mod error;
+mod execute;
+pub mod fields;
+mod gate;
+mod inspect;
+pub mod model;
+mod open;
+mod owner;
+pub mod policy;
+pub mod privacy;
+pub mod state;
+pub mod store;
+mod view;
+
+pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
+pub use crate::error::{Error, Result};
+pub use crate::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
+pub use crate::gate::{Clock, Gate, Proposal, SystemClock};
+pub use crate::inspect::AuditReport;
+pub use crate::model::{Draft, DraftId, OpStatus, Operation, RevisionRecord};
+pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
+pub use crate::policy::{Channel, Mode, Policy, ToolPolicy};
+pub use crate::state::{Approval, State};
+pub use crate::store::GateStore;
+pub use crate::store::memory::MemoryStore;
+#[cfg(feature = "sqlite")]
+pub use crate::store::sqlite::SqliteStore;
+pub use crate::view::{envelope_value, manifest, manifest_of, parse_revision, scan_value};

@@ -1,8 +1,14 @@
-//! `canon`, `digest`, `manifest`.
+//! `canon`, `digest`, `manifest`: the canonical form from the command line.
+//!
+//! These let anyone recompute what countersign hashes without trusting the server: the same
+//! library, the same bytes, the same digests. Input is bounded before it is parsed, so a huge
+//! file is refused after reading just past the limit.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::output::{Ctx, Failure, Report};
+use countersign_canon::{Domain, Limits, Profile};
+
+use crate::output::{Ctx, Failure, Report, read_input};
 
 /// Arguments of `countersign canon`.
 #[derive(Debug, clap::Args)]
@@ -34,14 +40,77 @@ pub(crate) struct ManifestArgs {
     file: Option<PathBuf>,
 }
 
-pub(crate) fn canon(_ctx: &Ctx, _args: CanonArgs) -> Result<Report, Failure> {
-    Err(super::not_available("canon"))
+pub(crate) fn canon(_ctx: &Ctx, args: CanonArgs) -> Result<Report, Failure> {
+    let profile = Profile::from_name(&args.profile).ok_or_else(|| {
+        Failure::invalid(
+            "INVALID_ARGUMENT",
+            format!(
+                "unknown profile {:?} (expected countersign-v1 or jcs)",
+                args.profile
+            ),
+        )
+    })?;
+    let limits = Limits::default();
+    let input = read(args.file.as_deref(), &limits)?;
+    let bytes = countersign_canon::canonicalize(&input, profile, &limits).map_err(invalid)?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Ok(Report {
+        json: serde_json::json!({ "canonical": text }),
+        human: bytes,
+        exit: 0,
+    })
 }
 
-pub(crate) fn digest(_ctx: &Ctx, _args: DigestArgs) -> Result<Report, Failure> {
-    Err(super::not_available("digest"))
+pub(crate) fn digest(_ctx: &Ctx, args: DigestArgs) -> Result<Report, Failure> {
+    let domain = Domain::from_name(&args.domain).ok_or_else(|| {
+        Failure::invalid(
+            "INVALID_ARGUMENT",
+            format!(
+                "unknown domain {:?} (expected revision, args, tool, fingerprint or audit)",
+                args.domain
+            ),
+        )
+    })?;
+    let limits = Limits::default();
+    let input = read(args.file.as_deref(), &limits)?;
+    let digest = if args.raw {
+        if input.len() > limits.max_size {
+            return Err(Failure::invalid(
+                "TOO_LARGE",
+                format!(
+                    "input is larger than the limit of {} bytes at byte {}",
+                    limits.max_size, limits.max_size
+                ),
+            ));
+        }
+        countersign_canon::digest(domain, &input)
+    } else {
+        let bytes = countersign_canon::canonicalize(&input, Profile::CountersignV1, &limits)
+            .map_err(invalid)?;
+        countersign_canon::digest(domain, &bytes)
+    };
+    let hex = digest.to_hex();
+    Ok(Report::text(
+        hex.clone(),
+        serde_json::json!({ "domain": domain.as_str(), "digest": hex }),
+    ))
 }
 
-pub(crate) fn manifest(_ctx: &Ctx, _args: ManifestArgs) -> Result<Report, Failure> {
-    Err(super::not_available("manifest"))
+pub(crate) fn manifest(_ctx: &Ctx, args: ManifestArgs) -> Result<Report, Failure> {
+    let limits = Limits::default();
+    let input = read(args.file.as_deref(), &limits)?;
+    let value =
+        countersign_canon::parse(&input, Profile::CountersignV1, &limits).map_err(invalid)?;
+    let manifest = countersign_canon::manifest(&value, &|_| false);
+    Ok(Report::text(manifest.to_string(), manifest.to_json()))
+}
+
+/// Reads one byte more than the parser accepts, so an oversized input is refused as `TOO_LARGE`
+/// without reading the rest of it.
+fn read(path: Option<&Path>, limits: &Limits) -> Result<Vec<u8>, Failure> {
+    read_input(path, limits.max_size.saturating_add(1))
+}
+
+fn invalid(err: countersign_canon::Error) -> Failure {
+    Failure::invalid(err.code().as_str(), err.to_string())
 }

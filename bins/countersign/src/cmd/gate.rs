@@ -1,5 +1,17 @@
 //! `review`, `show`, `approve`, `reject`, `audit`: the human side of the gate.
+//!
+//! This is where a person decides, so it never trusts the stored revision on its own word: `show`
+//! and `approve` recompute it from the stored canonical bytes and refuse when they disagree, and
+//! `approve` shows every leaf (hard-to-see characters escaped and highlighted, hidden fields
+//! marked) plus what changed since the previous revision before asking.
 
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use countersign_gate::{Channel, Draft, Gate, Policy, State};
+
+use super::ledger::{block_on, store_url};
 use crate::output::{Ctx, Failure, Report};
 
 /// Arguments of `countersign review`.
@@ -47,22 +59,392 @@ pub(crate) enum AuditCommand {
     Show,
 }
 
-pub(crate) fn review(_ctx: &Ctx, _args: ReviewArgs) -> Result<Report, Failure> {
-    Err(super::not_available("review"))
+fn failure(e: &countersign_gate::Error) -> Failure {
+    let code = e.code();
+    let message = e.to_string();
+    let mut f = match code {
+        "INVALID_ARGUMENT" => Failure::invalid(code, message),
+        "STORE_UNAVAILABLE" | "CONFIG_INVALID" => Failure::environment(code, message),
+        _ => Failure::refused(code, message),
+    };
+    f.extra.insert("retryable".into(), e.retryable().into());
+    f
 }
 
-pub(crate) fn show(_ctx: &Ctx, _args: ShowArgs) -> Result<Report, Failure> {
-    Err(super::not_available("show"))
+/// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`. Unreadable → fail closed.
+fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
+    let path: PathBuf = match &ctx.config {
+        Some(p) => p.clone(),
+        None => countersign_replay::home_dir()
+            .map_err(|e| Failure::environment("CONFIG_INVALID", e.to_string()))?
+            .join("countersign.toml"),
+    };
+    Policy::load(&path).map_err(|e| failure(&e))
 }
 
-pub(crate) fn approve(_ctx: &Ctx, _args: ApproveArgs) -> Result<Report, Failure> {
-    Err(super::not_available("approve"))
+async fn open_gate(ctx: &Ctx, policy: Policy) -> Result<Gate, Failure> {
+    let url = store_url(ctx)?;
+    countersign_gate::open(&url, Arc::new(policy))
+        .await
+        .map_err(|e| failure(&e))
 }
 
-pub(crate) fn reject(_ctx: &Ctx, _args: RejectArgs) -> Result<Report, Failure> {
-    Err(super::not_available("reject"))
+/// Reading needs no policy; an empty one denies everything, which reads never ask about.
+fn empty_policy() -> Result<Policy, Failure> {
+    Policy::from_toml("").map_err(|e| failure(&e))
 }
 
-pub(crate) fn audit(_ctx: &Ctx, _command: AuditCommand) -> Result<Report, Failure> {
-    Err(super::not_available("audit"))
+fn now_ms() -> i64 {
+    countersign_replay::now_unix_ms()
+}
+
+fn age(created_at: i64) -> String {
+    let s = (now_ms() - created_at).max(0) / 1000;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+fn os_user() -> String {
+    ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub(crate) fn review(ctx: &Ctx, _args: ReviewArgs) -> Result<Report, Failure> {
+    block_on(async {
+        let gate = open_gate(ctx, empty_policy()?).await?;
+        let drafts = gate.pending().await.map_err(|e| failure(&e))?;
+        let mut human = String::new();
+        let mut list = Vec::new();
+        for d in &drafts {
+            human.push_str(&format!(
+                "{}  {}  {}  {}\n",
+                d.id,
+                d.action,
+                age(d.created_at),
+                d.revision
+            ));
+            list.push(serde_json::json!({
+                "draft_id": d.id.as_str(),
+                "action": d.action,
+                "state": d.state.name(),
+                "risk": d.risk,
+                "age_seconds": (now_ms() - d.created_at).max(0) / 1000,
+                "revision": d.revision.to_hex(),
+            }));
+        }
+        Ok(Report {
+            human: human.into_bytes(),
+            json: serde_json::json!({ "drafts": list }),
+            exit: 0,
+        })
+    })?
+}
+
+fn approval_json(state: &State) -> serde_json::Value {
+    match state.approval() {
+        Some(a) => serde_json::json!({
+            "approver": a.approver,
+            "channel": a.channel.as_str(),
+            "approved_at_ms": a.approved_at,
+            "expires_at_ms": a.expires_at,
+        }),
+        None => serde_json::Value::Null,
+    }
+}
+
+/// Colours for a terminal that wants them (a TTY, and `NO_COLOR` unset or empty).
+#[derive(Debug, Clone, Copy)]
+struct Paint(bool);
+
+impl Paint {
+    fn for_stream(is_tty: bool) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Paint(is_tty && !no_color)
+    }
+
+    fn wrap(self, code: &str, text: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+}
+
+fn manifest_lines(m: &countersign_canon::Manifest, paint: Paint) -> String {
+    let mut out = String::new();
+    for e in &m.entries {
+        let flags: Vec<&str> = e.flags.names().collect();
+        let mut line = format!("{}  {}  {}", e.shown_pointer, e.kind, e.shown);
+        if !flags.is_empty() {
+            line = paint.wrap("1;31", &format!("{line}  [{}]", flags.join(", ")));
+        }
+        if e.hidden {
+            line.push_str(&paint.wrap("33", "  (hidden)"));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String {
+    format!(
+        "draft     {}\naction    {}\nstate     {}\nrisk      {}\nrevision  {} (of {})\n\n{}\nrevision {}\n",
+        d.id,
+        d.action,
+        d.state.name(),
+        d.risk,
+        d.seq,
+        d.seq,
+        manifest_lines(m, paint),
+        m.revision
+    )
+}
+
+/// The stored draft with its manifest, refused when the bytes no longer hash to the revision.
+async fn checked(gate: &Gate, id: &str) -> Result<(Draft, countersign_canon::Manifest), Failure> {
+    let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
+    let manifest = countersign_gate::manifest(&draft).map_err(|e| failure(&e))?;
+    if manifest.revision != draft.revision {
+        return Err(failure(&countersign_gate::Error::Tampered));
+    }
+    Ok((draft, manifest))
+}
+
+pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
+    block_on(async {
+        let gate = open_gate(ctx, empty_policy()?).await?;
+        let (d, m) = checked(&gate, &args.draft).await?;
+        let json = serde_json::json!({
+            "draft_id": d.id.as_str(),
+            "action": d.action,
+            "state": d.state.name(),
+            "risk": d.risk,
+            "seq": d.seq,
+            "revision": m.revision.to_hex(),
+            "envelope": String::from_utf8_lossy(&d.canonical),
+            "manifest": m.entries_json(),
+            "approval": approval_json(&d.state),
+        });
+        let paint = Paint::for_stream(std::io::stdout().is_terminal());
+        Ok(Report::text(describe(&d, &m, paint), json))
+    })?
+}
+
+/// What changed between two manifests, leaf by leaf.
+fn diff(
+    old: &countersign_canon::Manifest,
+    new: &countersign_canon::Manifest,
+    paint: Paint,
+) -> String {
+    use std::collections::BTreeMap;
+    let index = |m: &countersign_canon::Manifest| -> BTreeMap<String, String> {
+        m.entries
+            .iter()
+            .map(|e| (e.shown_pointer.clone(), e.shown.clone()))
+            .collect()
+    };
+    let (a, b) = (index(old), index(new));
+    let mut out = String::new();
+    for (p, v) in &a {
+        if b.get(p) != Some(v) {
+            out.push_str(&paint.wrap("31", &format!("- {p}  {v}")));
+            out.push('\n');
+        }
+    }
+    for (p, v) in &b {
+        if a.get(p) != Some(v) {
+            out.push_str(&paint.wrap("32", &format!("+ {p}  {v}")));
+            out.push('\n');
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(no leaf changed)\n");
+    }
+    out
+}
+
+/// Shows the draft on the terminal and asks y/N. `Ok(false)` when the person declines.
+async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<bool, Failure> {
+    let paint = Paint::for_stream(std::io::stderr().is_terminal());
+    let mut text = describe(d, m, paint);
+    if m.entries.iter().any(|e| e.flags.any()) {
+        text.push_str(&paint.wrap(
+            "1;31",
+            "\nwarning: some values hold characters a person cannot see; they are shown escaped\n",
+        ));
+    }
+    let revisions = gate
+        .store()
+        .revisions(&d.id)
+        .await
+        .map_err(|e| failure(&e))?;
+    if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
+        let old =
+            countersign_gate::manifest_of(&prev.canonical, &d.hidden).map_err(|e| failure(&e))?;
+        text.push_str(&format!(
+            "\nchanges since revision {} ({}):\n",
+            prev.seq, prev.revision
+        ));
+        text.push_str(&diff(&old, m, paint));
+    }
+    text.push_str(&format!(
+        "\napprove revision {} of {}? [y/N] ",
+        m.revision, d.action
+    ));
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Failure::environment("IO_ERROR", format!("cannot read the answer: {e}")))?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+}
+
+pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
+    countersign_gate::parse_revision(&args.revision).map_err(|e| failure(&e))?;
+    let interactive = std::io::stdin().is_terminal();
+    if !args.yes && !interactive {
+        return Err(Failure::invalid(
+            "INVALID_ARGUMENT",
+            "not a terminal: pass --yes to approve without the prompt",
+        ));
+    }
+    let policy = load_policy(ctx)?;
+    block_on(async {
+        let gate = open_gate(ctx, policy).await?;
+        let (d, m) = checked(&gate, &args.draft).await?;
+        if m.revision.to_hex() != args.revision {
+            return Err(failure(&countersign_gate::Error::StaleRevision));
+        }
+        if !args.yes && !ask(&gate, &d, &m).await? {
+            return Ok(Report {
+                human: b"not approved\n".to_vec(),
+                json: serde_json::json!({ "approved": false, "draft_id": d.id.as_str() }),
+                exit: 1,
+            });
+        }
+        let approver = args.as_name.unwrap_or_else(os_user);
+        let a = gate
+            .approve(&args.draft, &args.revision, &approver, Channel::Cli)
+            .await
+            .map_err(|e| failure(&e))?;
+        Ok(Report::text(
+            format!(
+                "approved {} revision {} as {} (valid {}s)",
+                d.id,
+                a.revision,
+                a.approver,
+                (a.expires_at - a.approved_at) / 1000
+            ),
+            serde_json::json!({
+                "approved": true,
+                "draft_id": d.id.as_str(),
+                "revision": a.revision.to_hex(),
+                "approver": a.approver,
+                "channel": a.channel.as_str(),
+                "expires_at_ms": a.expires_at,
+            }),
+        ))
+    })?
+}
+
+pub(crate) fn reject(ctx: &Ctx, args: RejectArgs) -> Result<Report, Failure> {
+    block_on(async {
+        let gate = open_gate(ctx, empty_policy()?).await?;
+        let by = os_user();
+        gate.reject(&args.draft, &by, args.reason.as_deref())
+            .await
+            .map_err(|e| failure(&e))?;
+        Ok(Report::text(
+            format!("rejected {}", args.draft),
+            serde_json::json!({ "rejected": true, "draft_id": args.draft, "by": by }),
+        ))
+    })?
+}
+
+pub(crate) fn audit(ctx: &Ctx, command: AuditCommand) -> Result<Report, Failure> {
+    block_on(async {
+        let gate = open_gate(ctx, empty_policy()?).await?;
+        match command {
+            AuditCommand::Verify => audit_verify(&gate).await,
+            AuditCommand::Show => audit_show(&gate).await,
+        }
+    })?
+}
+
+async fn audit_verify(gate: &Gate) -> Result<Report, Failure> {
+    let report = gate.verify_audit().await.map_err(|e| failure(&e))?;
+    let head = report
+        .head
+        .map(|h| serde_json::json!({ "seq": h.seq, "digest": h.digest.to_hex() }));
+    let anchor = report
+        .anchor
+        .map(|h| serde_json::json!({ "seq": h.seq, "digest": h.digest.to_hex() }));
+    if !report.ok() {
+        let mut f = Failure::refused(
+            "AUDIT_CHAIN_BROKEN",
+            format!("audit verification failed: {}", report.problems.join("; ")),
+        );
+        f.extra
+            .insert("problems".into(), report.problems.clone().into());
+        return Err(f);
+    }
+    let human = match report.head {
+        Some(h) => format!(
+            "ok: {} records, head {} {}{}",
+            report.records,
+            h.seq,
+            h.digest,
+            if report.anchor.is_some() {
+                " (matches the anchor)"
+            } else {
+                " (no anchor yet)"
+            }
+        ),
+        None => "ok: no records".to_owned(),
+    };
+    Ok(Report::text(
+        human,
+        serde_json::json!({ "ok": true, "records": report.records, "head": head, "anchor": anchor }),
+    ))
+}
+
+async fn audit_show(gate: &Gate) -> Result<Report, Failure> {
+    let records = gate.store().audit().await.map_err(|e| failure(&e))?;
+    let mut human = String::new();
+    let mut list = Vec::new();
+    for r in &records {
+        let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
+        let field = |k: &str| {
+            body.get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("-")
+                .to_owned()
+        };
+        human.push_str(&format!(
+            "{}  {}  {}  {}  {}\n",
+            r.seq,
+            body.get("at")
+                .and_then(serde_json::Value::as_i64)
+                .unwrap_or(0),
+            field("event"),
+            field("draft"),
+            field("code"),
+        ));
+        list.push(serde_json::json!({ "seq": r.seq, "digest": r.digest.to_hex(), "record": body }));
+    }
+    Ok(Report {
+        human: human.into_bytes(),
+        json: serde_json::json!({ "records": list }),
+        exit: 0,
+    })
 }

@@ -1,0 +1,201 @@
+//! MCP benchmarks through real stdio, in one run: the same read-only call made directly to an
+//! upstream server and through the `countersign-mcp` proxy (the pass-through overhead), and a
+//! gated `countersign_execute` of an approved draft on SQLite (the gate's own share is its time
+//! minus the pass-through call through the same proxy).
+//!
+//! The bench executable plays all three parts, so nothing must be built beforehand: started
+//! with `--role upstream` it is a small MCP server (`echo`, read-only; `write`, a no-op that
+//! needs approval); with `--role proxy` it runs the library's proxy exactly as the
+//! `countersign-mcp` binary wires it (guarded stdio, `Gated<Proxy>`, SQLite store).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use countersign_gate::{Channel, Policy};
+use countersign_mcp::proxy::{Proxy, Upstream};
+use countersign_mcp::{Gated, Options, serve_stdio};
+use countersign_replay::StoreUrl;
+use criterion::Criterion;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+struct Bench;
+
+impl ServerHandler for Bench {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let schema = Arc::new(
+            json!({"type": "object", "properties": {"text": {"type": "string"}}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let mut echo = Tool::new("echo", "Echo the text.", schema.clone());
+        echo.annotations = Some(ToolAnnotations::new().read_only(true));
+        let write = Tool::new("write", "A write that does nothing.", schema);
+        Ok(ListToolsResult::with_all_items(vec![echo, write]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let text = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("text"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+fn role() -> Option<(String, Vec<String>)> {
+    let args: Vec<String> = std::env::args().collect();
+    (args.get(1).map(String::as_str) == Some("--role"))
+        .then(|| (args.get(2).cloned().unwrap_or_default(), args[3..].to_vec()))
+}
+
+fn serve_role(role: &str, rest: &[String]) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let exe = std::env::current_exe().expect("exe").display().to_string();
+        match role {
+            "upstream" => serve_stdio(Bench).await.expect("upstream"),
+            "proxy" => {
+                let options = Options {
+                    store: rest.first().cloned(),
+                    ..Options::default()
+                };
+                let core = Arc::new(options.build().await.expect("gate"));
+                let upstream = Upstream::start(vec![exe, "--role".into(), "upstream".into()])
+                    .await
+                    .expect("upstream");
+                serve_stdio(Gated::new(Proxy::new(upstream), core))
+                    .await
+                    .expect("proxy");
+            }
+            other => panic!("unknown role {other}"),
+        }
+    });
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+async fn spawn(args: &[&str], home: &PathBuf) -> Client {
+    let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("exe"));
+    cmd.args(args)
+        .env("COUNTERSIGN_HOME", home)
+        .env("COUNTERSIGN_TOKEN_SECRET", "ab".repeat(32))
+        .env("RUST_LOG", "error");
+    ().serve(TokioChildProcess::new(cmd).expect("spawn"))
+        .await
+        .expect("handshake")
+}
+
+fn params(tool: &str, text: &str) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool.to_owned()).with_arguments(
+        json!({"text": text})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
+fn main() {
+    if let Some((role, rest)) = role() {
+        serve_role(&role, &rest);
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let home = tempfile::tempdir().expect("home");
+    let home_path = home.path().to_path_buf();
+    let db = home.path().join("bench.db");
+    let store = format!("sqlite:{}", db.display());
+    let (direct, proxied) = rt.block_on(async {
+        (
+            spawn(&["--role", "upstream"], &home_path).await,
+            spawn(&["--role", "proxy", &store], &home_path).await,
+        )
+    });
+    // The approver's side: the same store, as `countersign approve` opens it.
+    let approver = rt.block_on(async {
+        let policy =
+            Arc::new(Policy::from_toml("[defaults]\nmode = \"approval\"\n").expect("policy"));
+        countersign_gate::open(&StoreUrl::Sqlite(db.clone()), policy)
+            .await
+            .expect("approver")
+    });
+    let text = "hello from the benchmark";
+
+    let mut c = Criterion::default()
+        .configure_from_args()
+        .measurement_time(Duration::from_secs(5));
+    let mut group = c.benchmark_group("mcp_stdio");
+    group.bench_function("direct_call", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(direct.call_tool(params("echo", text)).await.expect("call"))
+        });
+    });
+    group.bench_function("proxy_pass_through", |b| {
+        b.to_async(&rt).iter(|| async {
+            black_box(proxied.call_tool(params("echo", text)).await.expect("call"))
+        });
+    });
+    let op = std::sync::atomic::AtomicU64::new(0);
+    group.bench_function("proxy_gated_execute", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (proxied, approver, op) = (&proxied, &approver, &op);
+            async move {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let r = proxied.call_tool(params("write", text)).await.expect("propose");
+                    let s = r.structured_content.expect("draft");
+                    let (draft, revision) = (
+                        s["draft_id"].as_str().expect("id").to_owned(),
+                        s["revision"].as_str().expect("rev").to_owned(),
+                    );
+                    approver
+                        .approve(&draft, &revision, "bench", Channel::Cli)
+                        .await
+                        .expect("approve");
+                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let exec = CallToolRequestParams::new("countersign_execute").with_arguments(
+                        json!({"draft_id": draft, "revision": revision, "operation_id": format!("op-{n}")})
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                    );
+                    let start = Instant::now();
+                    let r = proxied.call_tool(exec).await.expect("execute");
+                    spent += start.elapsed();
+                    assert_ne!(r.is_error, Some(true), "{r:?}");
+                }
+                spent
+            }
+        });
+    });
+    group.finish();
+    c.final_summary();
+    rt.block_on(async {
+        let _ = direct.cancel().await;
+        let _ = proxied.cancel().await;
+    });
+}

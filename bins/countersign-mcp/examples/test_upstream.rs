@@ -1,0 +1,154 @@
+//! A small MCP server over stdio that the integration tests put behind `countersign-mcp
+//! --upstream`. Its write tool appends one line to a file, so a test can count side effects
+//! exactly; its description can be changed while it runs (from a file named by
+//! `UPSTREAM_DESCRIPTION_FILE`), so a test can change a tool between approval and execution.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+struct Upstream;
+
+fn schema(v: Value) -> Arc<rmcp::model::JsonObject> {
+    Arc::new(v.as_object().cloned().unwrap_or_default())
+}
+
+fn append_description() -> String {
+    std::env::var("UPSTREAM_DESCRIPTION_FILE")
+        .ok()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_else(|| "Append one line to a file.".into())
+}
+
+fn tools() -> Vec<Tool> {
+    let path_line = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "line": {"type": "string"}},
+        "required": ["path", "line"],
+    });
+    let path_only = json!({
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    });
+    let mut append = Tool::new("append_line", append_description(), schema(path_line));
+    append.annotations = Some(ToolAnnotations::new().read_only(false));
+    let mut read = Tool::new("read_text", "Read a file as text.", schema(path_only));
+    read.annotations = Some(ToolAnnotations::new().read_only(true));
+    let mut fail = Tool::new(
+        "always_fails",
+        "Fails every time.",
+        schema(json!({"type": "object"})),
+    );
+    fail.annotations = Some(ToolAnnotations::new().read_only(false));
+    let mut slow = Tool::new(
+        "slow_append",
+        "Write a marker file, wait two seconds, then append one line.",
+        schema(json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "line": {"type": "string"}, "marker": {"type": "string"}},
+            "required": ["path", "line", "marker"],
+        })),
+    );
+    slow.annotations = Some(ToolAnnotations::new().read_only(false));
+    let mut crash = Tool::new(
+        "crash",
+        "Exits the server process.",
+        schema(json!({"type": "object"})),
+    );
+    crash.annotations = Some(ToolAnnotations::new().read_only(true));
+    vec![append, read, fail, slow, crash]
+}
+
+fn text(args: &serde_json::Map<String, Value>, name: &str) -> Result<String, McpError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| McpError::invalid_params(format!("{name} is required"), None))
+}
+
+impl ServerHandler for Upstream {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "append_line" => {
+                let path = text(&args, "path")?;
+                let line = text(&args, "line")?;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                file.write_all(format!("{line}\n").as_bytes())
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                let mut r = CallToolResult::success(vec![ContentBlock::text(format!(
+                    "appended to {path}"
+                ))]);
+                r.structured_content = Some(json!({"appended": line}));
+                r
+            }
+            "read_text" => {
+                let path = text(&args, "path")?;
+                match std::fs::read_to_string(&path) {
+                    Ok(content) => {
+                        let mut r =
+                            CallToolResult::success(vec![ContentBlock::text(content.clone())]);
+                        r.structured_content =
+                            Some(json!({"content": content, "bytes": content.len()}));
+                        r
+                    }
+                    Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+                }
+            }
+            "slow_append" => {
+                std::fs::write(text(&args, "marker")?, b"started")
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(text(&args, "path")?)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                file.write_all(format!("{}\n", text(&args, "line")?).as_bytes())
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                CallToolResult::success(vec![ContentBlock::text("appended slowly")])
+            }
+            "always_fails" => {
+                CallToolResult::error(vec![ContentBlock::text("the disk is on fire")])
+            }
+            "crash" => std::process::exit(17),
+            other => return Err(McpError::invalid_params(format!("no tool {other}"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let service = Upstream.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! Shared helpers: a private home folder, the real binaries, an rmcp client over stdio.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Map, Value, json};
+
+pub(crate) type Client = RunningService<RoleClient, ()>;
+
+pub(crate) const SECRET: &str = "5f5e3d2c1b0a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+pub(crate) fn mcp_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_countersign-mcp"))
+}
+
+/// The `countersign` CLI: `COUNTERSIGN_BIN`, else next to `countersign-mcp` in the same target
+/// folder (`cargo build -p countersign` puts it there).
+pub(crate) fn cli_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("COUNTERSIGN_BIN") {
+        return PathBuf::from(p);
+    }
+    let p = mcp_bin().with_file_name(format!("countersign{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        p.exists(),
+        "{} is missing: build it first with `cargo build -p countersign` (or set COUNTERSIGN_BIN)",
+        p.display()
+    );
+    p
+}
+
+/// The test upstream example, built by `cargo test` next to the binaries.
+pub(crate) fn upstream_bin() -> PathBuf {
+    let dir = mcp_bin().parent().expect("target dir").join("examples");
+    let p = dir.join(format!("test_upstream{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        p.exists(),
+        "{} is missing: run the tests with `cargo test -p countersign-mcp-bin`",
+        p.display()
+    );
+    p
+}
+
+/// A private home folder with a policy file and the settings both binaries read.
+pub(crate) struct Home {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Home {
+    pub(crate) fn new(policy: &str) -> Home {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("countersign.toml"), policy).expect("policy");
+        Home { dir }
+    }
+
+    /// A home folder with no policy file at all.
+    pub(crate) fn bare() -> Home {
+        Home {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn env(&self, cmd: &mut tokio::process::Command) {
+        cmd.env("COUNTERSIGN_HOME", self.path())
+            .env("COUNTERSIGN_TOKEN_SECRET", SECRET)
+            .env_remove("COUNTERSIGN_STORE")
+            .env_remove("COUNTERSIGN_KEYS")
+            .env_remove("XDG_STATE_HOME")
+            .current_dir(self.path());
+    }
+
+    /// `countersign-mcp ARGS…` as a connected rmcp client.
+    pub(crate) async fn connect(&self, args: &[&str]) -> Client {
+        self.connect_env(args, &[]).await
+    }
+
+    pub(crate) async fn connect_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Client {
+        self.connect_pid(args, env).await.0
+    }
+
+    /// As `connect_env`, also returning the server's process id.
+    pub(crate) async fn connect_pid(&self, args: &[&str], env: &[(&str, &Path)]) -> (Client, u32) {
+        let mut cmd = tokio::process::Command::new(mcp_bin());
+        cmd.args(args);
+        self.env(&mut cmd);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = TokioChildProcess::new(cmd).expect("spawn countersign-mcp");
+        let pid = child.id().expect("pid");
+        (().serve(child).await.expect("handshake"), pid)
+    }
+
+    /// The proxy in front of the test upstream.
+    pub(crate) async fn proxy(&self) -> Client {
+        let up = upstream_bin();
+        let up = up.to_str().expect("utf-8 path");
+        self.connect_env(
+            &["--upstream", "--", up],
+            &[(
+                "UPSTREAM_DESCRIPTION_FILE",
+                &self.path().join("description.txt"),
+            )],
+        )
+        .await
+    }
+
+    /// Runs the `countersign` CLI with this home; returns (exit code, stdout, stderr).
+    pub(crate) fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(cli_bin())
+            .args(args)
+            .env("COUNTERSIGN_HOME", self.path())
+            .env_remove("COUNTERSIGN_STORE")
+            .env_remove("XDG_STATE_HOME")
+            .current_dir(self.path())
+            .output()
+            .expect("run countersign");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// A person approves exactly this revision, through the CLI in a separate process.
+    pub(crate) fn approve(&self, draft: &str, revision: &str) {
+        let (code, out, err) = self.cli(&["approve", draft, revision, "--yes", "--as", "tester"]);
+        assert_eq!(code, 0, "approve failed:\n{out}\n{err}");
+    }
+
+    /// The file the test upstream appends to, as lines.
+    pub(crate) fn lines(&self, name: &str) -> Vec<String> {
+        std::fs::read_to_string(self.path().join(name))
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+}
+
+pub(crate) fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().expect("object arguments")
+}
+
+pub(crate) async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args(arguments)))
+        .await
+        .expect("tools/call answered")
+}
+
+/// The structured content of a result.
+pub(crate) fn sc(r: &CallToolResult) -> &Value {
+    r.structured_content.as_ref().expect("structuredContent")
+}
+
+/// The contract error code of a refusal (asserting `isError`).
+pub(crate) fn code(r: &CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "expected a refusal: {r:?}");
+    sc(r)["error"]["code"].as_str().expect("code").to_owned()
+}
+
+/// Proposes a gated call and returns (draft_id, revision).
+pub(crate) async fn propose(client: &Client, tool: &str, arguments: Value) -> (String, String) {
+    let r = call(client, tool, arguments).await;
+    assert_eq!(code(&r), "APPROVAL_REQUIRED", "{r:?}");
+    let s = sc(&r);
+    assert_eq!(s["error"]["retryable"], true);
+    (
+        s["draft_id"].as_str().expect("draft_id").to_owned(),
+        s["revision"].as_str().expect("revision").to_owned(),
+    )
+}
+
+pub(crate) async fn execute(
+    client: &Client,
+    draft: &str,
+    revision: &str,
+    op: &str,
+) -> CallToolResult {
+    call(
+        client,
+        "countersign_execute",
+        json!({"draft_id": draft, "revision": revision, "operation_id": op}),
+    )
+    .await
+}
+
+/// A policy for the test upstream: the write tools need approval, the reads pass.
+pub(crate) const UPSTREAM_POLICY: &str = r#"
+[tools."append_line"]
+mode = "approval"
+risk = "write"
+
+[tools."always_fails"]
+mode = "approval"
+
+[tools."slow_append"]
+mode = "approval"
+
+[tools."read_text"]
+mode = "pass"
+
+[tools."crash"]
+mode = "pass"
+"#;

@@ -1,0 +1,10 @@
+//! End-to-end tests of the `countersign-mcp` binary: real processes over stdio, the
+//! `countersign` CLI approving in a separate process, a real SQLite store in a private home.
+
+mod common;
+
+mod attacks;
+mod demo;
+mod guard;
+mod proxy;
+mod third_party;

@@ -1,0 +1,110 @@
+//! Unicode NFC, without copying text that is already normal.
+//!
+//! Almost every string a tool receives is ASCII or already NFC; checking is much cheaper than
+//! normalizing, so the copy is made only when the check cannot say "yes". The check itself is
+//! on the hot path for non-ASCII text, so it first consults a bitmap of the BMP characters that
+//! are NFC_Quick_Check=Yes with combining class 0: a string made only of those is NFC (none of
+//! them composes with a neighbour on its left, and anything that could compose with one on its
+//! right is not in the set). Everything else goes to the full quick check of the
+//! unicode-normalization crate, from whose tables the bitmap is computed once.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use unicode_normalization::char::canonical_combining_class;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
+
+/// The NFC form of `s`, borrowed when `s` is already NFC.
+pub fn nfc(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() || is_nfc_fast(s) {
+        Cow::Borrowed(s)
+    } else {
+        Cow::Owned(s.nfc().collect())
+    }
+}
+
+/// The NFC form of `s`, reusing its buffer when it is already NFC.
+pub(crate) fn nfc_owned(s: String) -> String {
+    if s.is_ascii() || is_nfc_fast(&s) {
+        s
+    } else {
+        s.nfc().collect()
+    }
+}
+
+/// Whether `s` is NFC, known quickly. Call it for text that is not ASCII.
+pub(crate) fn is_nfc_fast(s: &str) -> bool {
+    let safe = safe_bmp();
+    let all_safe = s.chars().all(|c| {
+        let c = u32::from(c);
+        // Below U+0300 every character is a quick-check "yes" starter (checked by a test).
+        c < 0x300 || (c <= 0xFFFF && safe[(c >> 6) as usize] >> (c & 63) & 1 == 1)
+    });
+    all_safe || is_nfc_quick(s.chars()) == IsNormalized::Yes
+}
+
+/// One bit per BMP character: NFC_Quick_Check=Yes and canonical combining class 0.
+fn safe_bmp() -> &'static [u64; 1024] {
+    static SAFE: OnceLock<Box<[u64; 1024]>> = OnceLock::new();
+    SAFE.get_or_init(|| {
+        let mut bits = Box::new([0u64; 1024]);
+        for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
+            let yes = is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes;
+            if yes && canonical_combining_class(c) == 0 {
+                let c = u32::from(c);
+                bits[(c >> 6) as usize] |= 1 << (c & 63);
+            }
+        }
+        bits
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn composes_and_borrows_when_already_normal() {
+        assert_eq!(nfc("e\u{301}"), "\u{e9}");
+        assert!(matches!(nfc("plain"), Cow::Borrowed(_)));
+        assert!(matches!(nfc("d\u{e9}j\u{e0}"), Cow::Borrowed(_)));
+        assert!(matches!(nfc("\u{65e5}\u{672c}\u{8a9e}"), Cow::Borrowed(_)));
+        // "Maybe" from the quick check falls back to the full algorithm.
+        assert_eq!(nfc("\u{1100}\u{1161}"), "\u{ac00}");
+        assert_eq!(nfc("\u{212b}"), "\u{c5}");
+        assert_eq!(nfc("\u{304b}\u{3099}"), "\u{304c}");
+        assert_eq!(nfc("a\u{1d15e}"), "a\u{1d157}\u{1d165}");
+    }
+
+    #[test]
+    fn everything_below_u0300_is_a_safe_starter() {
+        for c in (0..0x300u32).filter_map(char::from_u32) {
+            assert_eq!(is_nfc_quick(std::iter::once(c)), IsNormalized::Yes, "{c:?}");
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn fast_check_never_calls_unnormalized_text_normal() {
+        // Every safe character followed by every character a composition could start with.
+        let safe = safe_bmp();
+        let tails: Vec<char> = (0..=0xFFFFu32)
+            .filter_map(char::from_u32)
+            .filter(|&c| {
+                let c = u32::from(c);
+                safe[(c >> 6) as usize] >> (c & 63) & 1 == 0
+            })
+            .collect();
+        for head in [
+            'a', 'e', '\u{e9}', '\u{3b1}', '\u{4e00}', '\u{ac00}', '\u{304b}',
+        ] {
+            for &tail in &tails {
+                let s: String = [head, tail].into_iter().collect();
+                let truth: String = s.nfc().collect();
+                // "Yes" must be right; "no" may be cautious (the caller then normalizes).
+                assert!(!is_nfc_fast(&s) || truth == s, "{s:?}");
+                assert_eq!(nfc(&s), truth, "{s:?}");
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! The parser sink that writes canonical bytes directly, without building a [`crate::Value`].
+//!
+//! Canonicalizing is the hot path (every call through the gate), and most of its cost in a
+//! tree-building design is allocation: a `String` per text, a `Vec` per container. Here text
+//! that needed no escape and no normalization is copied from the input as it is, numbers written
+//! as plain integers are copied too, and an object whose members arrive out of order is fixed
+//! up in place by moving the already-written member spans.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+
+use crate::order::{cmp_utf16, order_by_name};
+use crate::parse::Sink;
+use crate::write::{write_number, write_string};
+
+struct Member<'a> {
+    name: Cow<'a, str>,
+    /// The span of `"name":value` in the output.
+    start: usize,
+    end: usize,
+}
+
+enum Frame {
+    Array {
+        count: usize,
+    },
+    Object {
+        /// Output position just after `{`.
+        content: usize,
+        /// Where this object's members start in [`CanonicalSink::members`].
+        base: usize,
+        in_order: bool,
+    },
+}
+
+/// Writes RFC 8785 bytes as the parser goes.
+pub(crate) struct CanonicalSink<'a> {
+    out: Vec<u8>,
+    stack: Vec<Frame>,
+    members: Vec<Member<'a>>,
+    scratch: Vec<u8>,
+}
+
+impl CanonicalSink<'_> {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        CanonicalSink {
+            out: Vec::with_capacity(capacity),
+            stack: Vec::new(),
+            members: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.out
+    }
+
+    /// The comma before an array element; object members get theirs from [`Sink::name`].
+    fn element(&mut self) {
+        if let Some(Frame::Array { count }) = self.stack.last_mut() {
+            if *count > 0 {
+                self.out.push(b',');
+            }
+            *count += 1;
+        }
+    }
+
+    /// Writes a string; `verbatim` when it came straight from the input with no escape in it,
+    /// so nothing in it needs one.
+    fn text(&mut self, s: &str, verbatim: bool) {
+        if verbatim {
+            self.out.push(b'"');
+            self.out.extend_from_slice(s.as_bytes());
+            self.out.push(b'"');
+        } else {
+            write_string(s, &mut self.out);
+        }
+    }
+}
+
+impl<'a> Sink<'a> for CanonicalSink<'a> {
+    fn null(&mut self) {
+        self.element();
+        self.out.extend_from_slice(b"null");
+    }
+
+    fn bool(&mut self, b: bool) {
+        self.element();
+        self.out
+            .extend_from_slice(if b { b"true" } else { b"false" });
+    }
+
+    fn number(&mut self, n: f64, literal: &'a str, integer: bool) {
+        self.element();
+        // An integer literal within ±(2^53−1) is already its own ECMAScript text, but for `-0`.
+        if integer && literal != "-0" {
+            self.out.extend_from_slice(literal.as_bytes());
+        } else {
+            write_number(n, &mut self.out);
+        }
+    }
+
+    fn string(&mut self, s: Cow<'a, str>) {
+        self.element();
+        self.text(&s, matches!(s, Cow::Borrowed(_)));
+    }
+
+    fn begin_array(&mut self) {
+        self.element();
+        self.out.push(b'[');
+        self.stack.push(Frame::Array { count: 0 });
+    }
+
+    fn end_array(&mut self) {
+        self.stack.pop();
+        self.out.push(b']');
+    }
+
+    fn begin_object(&mut self) {
+        self.element();
+        self.out.push(b'{');
+        self.stack.push(Frame::Object {
+            content: self.out.len(),
+            base: self.members.len(),
+            in_order: true,
+        });
+    }
+
+    fn name(&mut self, name: Cow<'a, str>) {
+        let Some(Frame::Object { base, in_order, .. }) = self.stack.last_mut() else {
+            return;
+        };
+        if self.members.len() > *base {
+            if let Some(previous) = self.members.last_mut() {
+                previous.end = self.out.len();
+                if cmp_utf16(&previous.name, &name) != Ordering::Less {
+                    *in_order = false;
+                }
+            }
+            self.out.push(b',');
+        }
+        let start = self.out.len();
+        self.text(&name, matches!(name, Cow::Borrowed(_)));
+        self.out.push(b':');
+        self.members.push(Member {
+            name,
+            start,
+            end: 0,
+        });
+    }
+
+    fn end_object(&mut self) -> Result<(), String> {
+        let Some(Frame::Object {
+            content,
+            base,
+            in_order,
+        }) = self.stack.pop()
+        else {
+            return Ok(());
+        };
+        let end = self.out.len();
+        if let Some(last) = self.members.last_mut() {
+            last.end = end;
+        }
+        if !in_order {
+            let members = &mut self.members[base..];
+            if let Err(i) = order_by_name(members, |m| &m.name) {
+                return Err(members[i].name.clone().into_owned());
+            }
+            // Rewrite the object's content with the member spans in canonical order.
+            self.scratch.clear();
+            for (i, member) in members.iter().enumerate() {
+                if i > 0 {
+                    self.scratch.push(b',');
+                }
+                self.scratch
+                    .extend_from_slice(&self.out[member.start..member.end]);
+            }
+            self.out.truncate(content);
+            self.out.extend_from_slice(&self.scratch);
+        }
+        self.members.truncate(base);
+        self.out.push(b'}');
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! The audit chain: every decision the gate makes, in order, tamper-evident.
+//!
+//! Each record is canonical JSON that carries the digest of the record before it, and its own
+//! digest is `digest("countersign/v1/audit", canonical record)`. Editing, removing or reordering a
+//! record breaks the chain. Cutting off the tail keeps a valid chain, so the newest head (sequence
+//! number and digest) is also written to an anchor file outside the store; `verify` compares the
+//! two. Records hold ids, names, codes and digests — never argument values, hidden or not.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use countersign_canon::{Digest, Domain, Limits, Object, Profile, Value, digest, parse};
+
+use crate::error::{Error, Result};
+
+/// One event before it is sealed into the chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditEvent {
+    /// When (Unix milliseconds).
+    pub at: i64,
+    /// What happened: `propose`, `revise`, `approve`, `reject`, `execute`, `outcome`, `expire`.
+    pub kind: &'static str,
+    fields: Object,
+}
+
+impl AuditEvent {
+    /// A new event of `kind` at `at`.
+    pub fn new(kind: &'static str, at: i64) -> Self {
+        AuditEvent {
+            at,
+            kind,
+            fields: Object::new(),
+        }
+    }
+
+    /// Adds a text field (truncated to 256 characters: records are evidence, not storage).
+    #[must_use]
+    pub fn text(mut self, name: &'static str, value: &str) -> Self {
+        let v: String = value.chars().take(256).collect();
+        self.fields.insert(name, Value::String(v));
+        self
+    }
+
+    /// Adds a numeric field.
+    #[must_use]
+    pub fn number(mut self, name: &'static str, value: i64) -> Self {
+        // Times and counters stay far below 2^53.
+        #[allow(clippy::cast_precision_loss)]
+        self.fields.insert(name, Value::Number(value as f64));
+        self
+    }
+
+    /// The refusal code, or `ok`.
+    #[must_use]
+    pub fn outcome(self, result: std::result::Result<(), &Error>) -> Self {
+        match result {
+            Ok(()) => self.text("code", "ok"),
+            Err(e) => self.text("code", e.code()),
+        }
+    }
+}
+
+/// A sealed record as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// 1, 2, 3, … without gaps.
+    pub seq: u64,
+    /// `digest("countersign/v1/audit", body)`.
+    pub digest: Digest,
+    /// The canonical JSON of the record, including `prev`.
+    pub body: Vec<u8>,
+}
+
+/// Seals `event` as the record after `prev` (or the first record).
+pub fn seal(prev: Option<(u64, Digest)>, event: AuditEvent) -> AuditRecord {
+    let seq = prev.map_or(1, |(s, _)| s + 1);
+    let mut o = event.fields;
+    o.insert("v", Value::Number(1.0));
+    #[allow(clippy::cast_precision_loss)]
+    o.insert("seq", Value::Number(seq as f64));
+    #[allow(clippy::cast_precision_loss)]
+    o.insert("at", Value::Number(event.at as f64));
+    o.insert("event", Value::String(event.kind.to_owned()));
+    o.insert(
+        "prev",
+        prev.map_or(Value::Null, |(_, d)| Value::String(d.to_hex())),
+    );
+    let body = Value::Object(o).to_canonical_bytes();
+    AuditRecord {
+        seq,
+        digest: digest(Domain::Audit, &body),
+        body,
+    }
+}
+
+/// What `verify` found wrong, with the sequence number where it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("audit chain broken at record {seq}: {problem}")]
+pub struct ChainError {
+    /// The record (or anchor position) where the chain breaks.
+    pub seq: u64,
+    /// What is wrong.
+    pub problem: &'static str,
+}
+
+/// The head of the chain kept outside the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// The newest record's sequence number.
+    pub seq: u64,
+    /// Its digest.
+    pub digest: Digest,
+}
+
+/// Checks the whole chain, and that it still reaches the anchored head.
+///
+/// # Errors
+/// [`ChainError`] naming the first record that was edited, removed, reordered or cut off.
+pub fn verify(records: &[AuditRecord], anchor: Option<Head>) -> Result<Option<Head>, ChainError> {
+    let mut prev: Option<Digest> = None;
+    let limits = Limits::default();
+    for (i, r) in records.iter().enumerate() {
+        let expected = i as u64 + 1;
+        let broken = |problem| ChainError {
+            seq: expected,
+            problem,
+        };
+        if r.seq != expected {
+            return Err(broken("a record is missing or out of order"));
+        }
+        if digest(Domain::Audit, &r.body) != r.digest {
+            return Err(broken("the record's content does not match its digest"));
+        }
+        let value = parse(&r.body, Profile::CountersignV1, &limits)
+            .map_err(|_| broken("the record is not valid JSON"))?;
+        if value.to_canonical_bytes() != r.body {
+            return Err(broken("the record is not canonical"));
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let seq_ok = value.pointer("/seq") == Some(&Value::Number(expected as f64));
+        if !seq_ok {
+            return Err(broken("the record's own sequence number differs"));
+        }
+        let prev_ok = match (prev, value.pointer("/prev")) {
+            (None, Some(Value::Null)) => true,
+            (Some(d), Some(Value::String(s))) => Digest::from_hex(s).is_ok_and(|p| p == d),
+            _ => false,
+        };
+        if !prev_ok {
+            return Err(broken("the record does not follow the one before it"));
+        }
+        prev = Some(r.digest);
+    }
+    let head = records.last().map(|r| Head {
+        seq: r.seq,
+        digest: r.digest,
+    });
+    if let Some(anchor) = anchor {
+        let Some(at) = usize::try_from(anchor.seq)
+            .ok()
+            .and_then(|s| s.checked_sub(1))
+            .and_then(|i| records.get(i))
+        else {
+            return Err(ChainError {
+                seq: anchor.seq,
+                problem: "records after this point were removed (the anchor is ahead of the store)",
+            });
+        };
+        if at.digest != anchor.digest {
+            return Err(ChainError {
+                seq: anchor.seq,
+                problem: "the record differs from the anchored head",
+            });
+        }
+    }
+    Ok(head)
+}
+
+/// The anchor file: `SEQ DIGEST\n`, replaced atomically, mode 0600.
+#[derive(Debug)]
+pub struct Anchor {
+    path: PathBuf,
+    /// The highest sequence number this process wrote, so older heads never overwrite newer ones.
+    written: AtomicU64,
+}
+
+impl Anchor {
+    /// An anchor kept at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Anchor {
+            path: path.into(),
+            written: AtomicU64::new(0),
+        }
+    }
+
+    /// Where it is kept.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The anchored head, or `None` when no anchor was written yet.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the file exists but cannot be read or parsed.
+    pub fn load(&self) -> Result<Option<Head>> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::Config(format!("cannot read audit anchor: {e}"))),
+        };
+        let bad = || Error::Config("audit anchor is malformed".into());
+        let mut parts = text.split_whitespace();
+        let seq = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+        let digest = parts
+            .next()
+            .and_then(|s| Digest::from_hex(s).ok())
+            .ok_or_else(bad)?;
+        Ok(Some(Head { seq, digest }))
+    }
+
+    /// Moves the anchor forward to `head` (never backwards within this process).
+    ///
+    /// # Errors
+    /// [`Error::StoreUnavailable`] when the file cannot be written.
+    pub fn advance(&self, head: Head) -> Result<()> {
+        if self.written.fetch_max(head.seq, Ordering::AcqRel) >= head.seq {
+            return Ok(());
+        }
+        if let Some(current) = self.load().ok().flatten()
+            && current.seq > head.seq
+        {
+            return Ok(());
+        }
+        let tmp = self
+            .path
+            .with_extension(format!("tmp{}", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = open_private(&tmp)?;
+            writeln!(f, "{} {}", head.seq, head.digest.to_hex())?;
+            std::fs::rename(&tmp, &self.path)
+        };
+        write().map_err(|e| Error::store(format!("cannot write audit anchor: {e}")))
+    }
+}
+
+fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)
+}
+
+#[cfg(test)]
+#[path = "audit_tests.rs"]
+mod tests;

@@ -1,0 +1,276 @@
+//! The claim decision of execute: idempotency lookup, revision, approval, rate ceiling — and, when
+//! all hold, the one transition that consumes the approval and journals the run.
+
+use countersign_canon::{Digest, Revision};
+
+use crate::audit::AuditEvent;
+use crate::error::Error;
+use crate::gate::{Gate, millis};
+use crate::model::{Draft, OpStatus, Operation, RateWindow};
+use crate::owner::Liveness;
+use crate::policy::{Mode, Rate, ToolPolicy};
+use crate::state::{IdempotentTool, State};
+use crate::store::{Commit, Snapshot};
+
+pub(crate) enum Verdict {
+    Refuse(Error),
+    Replay(Operation),
+    Run(Box<Draft>),
+}
+
+pub(crate) struct ClaimCtx<'a> {
+    pub(crate) gate: &'a Gate,
+    pub(crate) revision: Revision,
+    pub(crate) operation_id: &'a str,
+    pub(crate) fingerprint: Digest,
+    pub(crate) tag: &'a str,
+    pub(crate) now: i64,
+}
+
+impl ClaimCtx<'_> {
+    pub(crate) fn decide(&self, snap: Snapshot, event: &AuditEvent) -> (Commit, Verdict) {
+        let refuse = |e: Error| {
+            (
+                Commit {
+                    audit: vec![event.clone().outcome(Err(&e))],
+                    ..Commit::default()
+                },
+                Verdict::Refuse(e),
+            )
+        };
+        let Some(draft) = snap.draft else {
+            return refuse(Error::NotFound);
+        };
+        if !draft.is_intact() {
+            return refuse(Error::Tampered);
+        }
+        let tool = match self.gate.policy.lookup(&draft.action) {
+            Ok(t) => t,
+            Err(e) => return refuse(e),
+        };
+        let idempotent = IdempotentTool::from_policy(tool.idempotent);
+        match snap.operation {
+            Some(op) if op.fingerprint != self.fingerprint => refuse(Error::OperationIdConflict),
+            Some(op) => {
+                let gated = still_gated(tool, &draft.action);
+                self.existing(draft, op, idempotent, gated, tool.rate, snap.rate, event)
+            }
+            None => match still_gated(tool, &draft.action) {
+                Ok(()) => self.fresh(draft, tool.rate, snap.rate, event),
+                Err(e) => refuse(e),
+            },
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn existing(
+        &self,
+        mut draft: Draft,
+        mut op: Operation,
+        idempotent: Option<IdempotentTool>,
+        gated: Result<(), Error>,
+        rate: Option<Rate>,
+        window: RateWindow,
+        event: &AuditEvent,
+    ) -> (Commit, Verdict) {
+        let mut commit = Commit::default();
+        match op.status {
+            OpStatus::Succeeded => {
+                commit
+                    .audit
+                    .push(event.clone().text("code", "ok").text("replay", "true"));
+                return (commit, Verdict::Replay(op));
+            }
+            OpStatus::FailedTerminal => {
+                let e = Error::Upstream {
+                    message: op.error.clone().unwrap_or_default(),
+                    retryable: false,
+                };
+                commit
+                    .audit
+                    .push(event.clone().outcome(Err(&e)).text("replay", "true"));
+                return (commit, Verdict::Refuse(e));
+            }
+            OpStatus::Running => {
+                let alive = match self.gate.owner.liveness(&op.owner) {
+                    Liveness::Alive => true,
+                    Liveness::Dead => false,
+                    Liveness::Unknown => self.now < op.lease_until,
+                };
+                if alive {
+                    commit
+                        .audit
+                        .push(event.clone().outcome(Err(&Error::OperationInProgress)));
+                    return (commit, Verdict::Refuse(Error::OperationInProgress));
+                }
+                // The runner died between journal and outcome: record that, once.
+                op.status = OpStatus::OutcomeUnknown;
+                if let State::Executing(running) = draft.state.clone() {
+                    draft.state = State::OutcomeUnknown(running.lose());
+                }
+                commit.audit.push(
+                    AuditEvent::new("outcome", self.now)
+                        .text("draft", draft.id.as_str())
+                        .text("operation", &op.id)
+                        .outcome(Err(&Error::OutcomeUnknown)),
+                );
+                commit.draft = Some(draft.clone());
+                commit.operation = Some(op.clone());
+            }
+            OpStatus::OutcomeUnknown | OpStatus::FailedRetryable => {}
+        }
+        // Left: a retry of this very operation, allowed after a transient failure, or after an
+        // unknown outcome when the tool is idempotent.
+        // A recorded result replays whatever the policy says now; a new call does not.
+        if let Err(e) = gated {
+            commit.audit.push(event.clone().outcome(Err(&e)));
+            return (commit, Verdict::Refuse(e));
+        }
+        let next = match (draft.state.clone(), idempotent) {
+            (State::FailedRetryable(f), _) if f.operation_id == op.id => f.retry(),
+            (State::OutcomeUnknown(u), Some(proof)) if u.operation_id == op.id => u.retry(proof),
+            (State::OutcomeUnknown(_), None) => {
+                commit
+                    .audit
+                    .push(event.clone().outcome(Err(&Error::OutcomeUnknown)));
+                return (commit, Verdict::Refuse(Error::OutcomeUnknown));
+            }
+            (other, _) => {
+                let e = Error::DraftNotEditable {
+                    state: other.name(),
+                };
+                commit.audit.push(event.clone().outcome(Err(&e)));
+                return (commit, Verdict::Refuse(e));
+            }
+        };
+        if let Some(e) = over_rate(rate, window, self.now) {
+            commit.audit.push(event.clone().outcome(Err(&e)));
+            return (commit, Verdict::Refuse(e));
+        }
+        draft.state = State::Executing(next);
+        op.status = OpStatus::Running;
+        op.owner = self.tag.to_owned();
+        op.lease_until = self.lease_until();
+        op.attempts += 1;
+        op.error = None;
+        commit.draft = Some(draft.clone());
+        commit.operation = Some(op);
+        commit.rate_event = rate.map(|_| (draft.action.clone(), self.now));
+        commit
+            .audit
+            .push(event.clone().text("retry", "true").outcome(Ok(())));
+        (commit, Verdict::Run(Box::new(draft)))
+    }
+
+    fn fresh(
+        &self,
+        mut draft: Draft,
+        rate: Option<Rate>,
+        window: RateWindow,
+        event: &AuditEvent,
+    ) -> (Commit, Verdict) {
+        let refuse = |e: Error, draft: Option<Draft>| {
+            (
+                Commit {
+                    draft,
+                    audit: vec![event.clone().outcome(Err(&e))],
+                    ..Commit::default()
+                },
+                Verdict::Refuse(e),
+            )
+        };
+        if draft.revision != self.revision {
+            return refuse(Error::StaleRevision, None);
+        }
+        let approved = match draft.state.clone() {
+            State::Approved(a) if a.approval.revision == self.revision => a,
+            State::Approved(_) => return refuse(Error::ApprovalRequired, None),
+            State::Proposed(p) if self.now >= draft.expires_at => {
+                draft.state = State::Expired(p.expire());
+                return refuse(Error::DraftNotEditable { state: "expired" }, Some(draft));
+            }
+            State::Proposed(_) => return refuse(Error::ApprovalRequired, None),
+            State::Rejected(_) => return refuse(Error::ApprovalRejected, None),
+            other => {
+                return refuse(
+                    Error::DraftNotEditable {
+                        state: other.name(),
+                    },
+                    None,
+                );
+            }
+        };
+        if !approved.approval.is_live(self.now) {
+            // The approval lapsed unused: the draft waits for a person again.
+            draft.state = State::Proposed(approved.lapse());
+            return refuse(Error::ApprovalRequired, Some(draft));
+        }
+        if let Some(e) = over_rate(rate, window, self.now) {
+            return refuse(e, None);
+        }
+        let approval = approved.approval.clone();
+        draft.state = State::Executing(approved.claim(self.operation_id.to_owned()));
+        let op = Operation {
+            id: self.operation_id.to_owned(),
+            fingerprint: self.fingerprint,
+            draft_id: draft.id.clone(),
+            revision: self.revision,
+            status: OpStatus::Running,
+            owner: self.tag.to_owned(),
+            lease_until: self.lease_until(),
+            result: None,
+            error: None,
+            attempts: 1,
+            started_at: self.now,
+            finished_at: None,
+        };
+        let commit = Commit {
+            draft: Some(draft.clone()),
+            operation: Some(op),
+            rate_event: rate.map(|_| (draft.action.clone(), self.now)),
+            audit: vec![
+                event
+                    .clone()
+                    .text("approver", &approval.approver)
+                    .text("channel", approval.channel.as_str())
+                    .outcome(Ok(())),
+            ],
+            ..Commit::default()
+        };
+        (commit, Verdict::Run(Box::new(draft)))
+    }
+
+    fn lease_until(&self) -> i64 {
+        self.now.saturating_add(millis(self.gate.lease))
+    }
+}
+
+/// Execution goes ahead only while the policy still gates the tool by approval: a tool switched
+/// to `deny` after approval does not run.
+fn still_gated(tool: &ToolPolicy, action: &str) -> Result<(), Error> {
+    match tool.mode {
+        Mode::Approval => Ok(()),
+        Mode::Deny => Err(Error::PolicyDenied {
+            tool: action.to_owned(),
+            why: "the policy denies this tool",
+        }),
+        Mode::Confirm | Mode::Pass => Err(Error::PolicyDenied {
+            tool: action.to_owned(),
+            why: "the policy no longer gates this tool by approval",
+        }),
+    }
+}
+
+fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> {
+    let rate = rate?;
+    if window.count < u64::from(rate.max) {
+        return None;
+    }
+    let frees_at = window
+        .oldest
+        .unwrap_or(now)
+        .saturating_add(millis(rate.per));
+    let wait_ms = frees_at.saturating_sub(now).max(1);
+    let retry_after = u64::try_from(wait_ms.saturating_add(999) / 1000).unwrap_or(1);
+    Some(Error::RateLimited { retry_after })
+}

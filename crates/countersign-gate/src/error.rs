@@ -1,0 +1,139 @@
+//! One error type for the whole gate, carrying the contract code (CONTRACT.md section 8).
+//!
+//! The MCP layer and the CLI both map gate failures to the outside world; giving them one enum with
+//! `code()` and `retryable()` means that mapping happens in exactly one place and a new refusal
+//! cannot reach a client without a code.
+
+use crate::privacy::SecretKind;
+
+/// Every way a gate operation can fail or refuse.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The arguments break the canonical rules or the gate's own input rules.
+    #[error("invalid argument ({rule}): {message}")]
+    InvalidArgument {
+        /// The rule that was broken, e.g. `DUPLICATE_KEY` or `REVISION_FORMAT`.
+        rule: &'static str,
+        /// What was wrong, without echoing the input.
+        message: String,
+    },
+    /// A credential was found in the arguments; nothing was stored.
+    #[error("a {kind} was found at {pointer}; no draft was made")]
+    PrivacyBlocked {
+        /// What kind of credential it looked like.
+        kind: SecretKind,
+        /// The JSON Pointer of the string that holds it.
+        pointer: String,
+    },
+    /// The policy denies the tool, or has no entry for it.
+    #[error("policy denies tool {tool}: {why}")]
+    PolicyDenied {
+        /// The tool name.
+        tool: String,
+        /// Why (mode deny, no entry, wrong approval channel).
+        why: &'static str,
+    },
+    /// No such draft.
+    #[error("no such draft")]
+    NotFound,
+    /// No unexpired, unconsumed human approval names this revision.
+    #[error("no human approval for this revision yet")]
+    ApprovalRequired,
+    /// A person rejected the draft.
+    #[error("a human rejected the draft")]
+    ApprovalRejected,
+    /// The revision given is not the draft's current revision.
+    #[error("the revision given is not the draft's current revision")]
+    StaleRevision,
+    /// The draft is past the point where it can be approved, revised or run.
+    #[error("the draft is {state} and cannot be changed or run")]
+    DraftNotEditable {
+        /// The draft's state name.
+        state: &'static str,
+    },
+    /// The operation id was used with different input.
+    #[error("this operation_id was used with different input")]
+    OperationIdConflict,
+    /// The same operation is running now.
+    #[error("the same operation is running now")]
+    OperationInProgress,
+    /// A run started and its outcome was never recorded; it is not run again.
+    #[error("a run started and its outcome was never recorded; it is not run again")]
+    OutcomeUnknown,
+    /// Over the configured ceiling.
+    #[error("rate limit reached; retry after {retry_after}s")]
+    RateLimited {
+        /// Seconds until a slot frees up.
+        retry_after: u64,
+    },
+    /// The action ran and failed.
+    #[error("the action failed: {message}")]
+    Upstream {
+        /// The action's own message.
+        message: String,
+        /// Whether the action said a retry may succeed.
+        retryable: bool,
+    },
+    /// The store cannot be reached; nothing was done.
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+    /// The stored bytes no longer hash to the stored revision: someone edited the store.
+    #[error("stored canonical bytes do not match the stored revision; the store was tampered with")]
+    Tampered,
+    /// The policy file is unreadable or invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+impl Error {
+    /// The contract code (CONTRACT.md section 8; `STORE_TAMPERED` and `CONFIG_INVALID` are the
+    /// gate's own additions for cases the contract's list does not name).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
+            Error::PrivacyBlocked { .. } => "PRIVACY_BLOCKED",
+            Error::PolicyDenied { .. } => "POLICY_DENIED",
+            Error::NotFound => "NOT_FOUND",
+            Error::ApprovalRequired => "APPROVAL_REQUIRED",
+            Error::ApprovalRejected => "APPROVAL_REJECTED",
+            Error::StaleRevision => "STALE_REVISION",
+            Error::DraftNotEditable { .. } => "DRAFT_NOT_EDITABLE",
+            Error::OperationIdConflict => "OPERATION_ID_CONFLICT",
+            Error::OperationInProgress => "OPERATION_IN_PROGRESS",
+            Error::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            Error::RateLimited { .. } => "RATE_LIMITED",
+            Error::Upstream { .. } => "UPSTREAM_ERROR",
+            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
+            Error::Tampered => "STORE_TAMPERED",
+            Error::Config(_) => "CONFIG_INVALID",
+        }
+    }
+
+    /// Whether the same call may succeed later (CONTRACT.md section 8, "retryable").
+    pub fn retryable(&self) -> bool {
+        match self {
+            Error::ApprovalRequired
+            | Error::OperationInProgress
+            | Error::RateLimited { .. }
+            | Error::StoreUnavailable(_) => true,
+            Error::Upstream { retryable, .. } => *retryable,
+            _ => false,
+        }
+    }
+
+    /// Seconds to wait before retrying, for `RATE_LIMITED`.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Error::RateLimited { retry_after } => Some(*retry_after),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn store(err: impl std::fmt::Display) -> Self {
+        Error::StoreUnavailable(err.to_string())
+    }
+}
+
+/// Shorthand for gate results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,262 @@
+//! Execute: run exactly the approved bytes, once, with Stripe-style idempotency.
+//!
+//! The order matters and is the contract: find the draft; look up the caller's operation id
+//! (same input → the recorded result, different input → conflict, still running → in progress,
+//! died mid-run → outcome unknown); check the revision is current and an unexpired approval names
+//! it; count the rate ceiling; then, in the same transaction, consume the approval and journal the
+//! run as `running` — before the action is called. A crash after that point can never lead to a
+//! second call unless the policy declares the tool idempotent.
+
+use countersign_canon::{Digest, Domain, Object, Revision, Value, digest};
+
+use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind};
+use crate::audit::AuditEvent;
+use crate::claim::{ClaimCtx, Verdict};
+use crate::error::{Error, Result};
+use crate::gate::{Gate, millis};
+use crate::model::{DraftId, OpStatus};
+use crate::state::State;
+use crate::store::{Commit, Snapshot, TxKeys};
+use crate::view::{envelope_value, parse_revision};
+
+/// The longest operation id accepted.
+pub const MAX_OPERATION_ID_LEN: usize = 128;
+
+/// A finished execution.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execution {
+    /// The draft run.
+    pub draft_id: DraftId,
+    /// The revision run.
+    pub revision: Revision,
+    /// The caller's operation id.
+    pub operation_id: String,
+    /// `true` when this is the recorded result of an earlier call (no second side effect).
+    pub replay: bool,
+    /// What the action returned.
+    pub output: ActionOutput,
+}
+
+/// `digest("countersign/v1/fingerprint", canonical {"v":1,"draft_id":…,"revision":…})`: the
+/// operation's input, so one operation id can never run two different things.
+pub fn fingerprint(draft_id: &str, revision: &Revision) -> Digest {
+    let mut o = Object::new();
+    o.insert("v", Value::Number(1.0));
+    o.insert("draft_id", Value::String(draft_id.to_owned()));
+    o.insert("revision", Value::String(revision.to_hex()));
+    digest(Domain::Fingerprint, &Value::Object(o).to_canonical_bytes())
+}
+
+fn check_operation_id(op: &str) -> Result<()> {
+    if op.is_empty() || op.len() > MAX_OPERATION_ID_LEN || !op.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(Error::InvalidArgument {
+            rule: "OPERATION_ID_FORMAT",
+            message: format!(
+                "an operation_id is 1 to {MAX_OPERATION_ID_LEN} printable ASCII characters"
+            ),
+        });
+    }
+    // The id is stored and audited; it must not be a way to smuggle a credential into either.
+    if let Some(kind) = crate::privacy::scan_str(op) {
+        return Err(Error::PrivacyBlocked {
+            kind,
+            pointer: "/operation_id".into(),
+        });
+    }
+    Ok(())
+}
+
+impl Gate {
+    /// Runs the approved revision of a draft through `port`, at most once per approval.
+    ///
+    /// # Errors
+    /// In the contract's order: `INVALID_ARGUMENT`, `NOT_FOUND`, `OPERATION_ID_CONFLICT`,
+    /// `OPERATION_IN_PROGRESS`, `OUTCOME_UNKNOWN`, `STALE_REVISION`, `APPROVAL_REJECTED`,
+    /// `APPROVAL_REQUIRED`, `DRAFT_NOT_EDITABLE`, `RATE_LIMITED`; `UPSTREAM_ERROR` when the action
+    /// ran and failed (or a recorded failure is replayed); `STORE_TAMPERED`; `STORE_UNAVAILABLE`
+    /// (nothing was run).
+    pub async fn execute(
+        &self,
+        draft_id: &str,
+        revision: &str,
+        operation_id: &str,
+        port: &dyn ActionPort,
+    ) -> Result<Execution> {
+        let now = self.now();
+        let parsed = check_operation_id(operation_id)
+            .and_then(|()| parse_revision(revision))
+            .and_then(|r| Ok((DraftId::parse(draft_id)?, r)));
+        let (id, revision) = match parsed {
+            Ok(ok) => ok,
+            Err(e) => {
+                // Caller-chosen text that failed validation is not copied into the record.
+                let mut event = AuditEvent::new("execute", now);
+                if let Ok(id) = DraftId::parse(draft_id) {
+                    event = event.text("draft", id.as_str());
+                }
+                self.audit_refusal(event.outcome(Err(&e))).await;
+                return Err(e);
+            }
+        };
+        let event = AuditEvent::new("execute", now)
+            .text("draft", id.as_str())
+            .text("operation", operation_id)
+            .text("revision", &revision.to_hex());
+        let attempt = self.owner.attempt();
+        let ctx = ClaimCtx {
+            gate: self,
+            revision,
+            operation_id,
+            fingerprint: fingerprint(id.as_str(), &revision),
+            tag: &attempt.tag,
+            now,
+        };
+        let policy = &self.policy;
+        let window = move |action: &str| -> Option<i64> {
+            let rate = policy.lookup(action).ok()?.rate?;
+            Some(now.saturating_sub(millis(rate.per)))
+        };
+        let keys = TxKeys {
+            draft: Some(id.clone()),
+            operation: Some(operation_id.to_owned()),
+            rate: Some(&window),
+        };
+        let mut verdict = None;
+        let mut step = |snap: Snapshot| {
+            let (commit, v) = ctx.decide(snap, &event);
+            verdict = Some(v);
+            commit
+        };
+        self.commit(&keys, &mut step).await?;
+        let draft = match verdict {
+            Some(Verdict::Run(draft)) => draft,
+            Some(Verdict::Replay(op)) => {
+                return Ok(Execution {
+                    draft_id: id,
+                    revision,
+                    operation_id: operation_id.to_owned(),
+                    replay: true,
+                    output: ActionOutput::from_record(op.result.as_deref().unwrap_or("{}")),
+                });
+            }
+            Some(Verdict::Refuse(e)) => return Err(e),
+            None => return Err(Error::store("transaction did not run")),
+        };
+        // The journal says "running" now; from here a crash means OUTCOME_UNKNOWN, never a rerun.
+        let args = envelope_value(&draft)
+            .ok()
+            .and_then(|v| v.pointer("/args").cloned())
+            .unwrap_or(Value::Null);
+        let call = ActionCall {
+            draft_id: id.clone(),
+            revision,
+            operation_id: operation_id.to_owned(),
+            action: draft.action.clone(),
+            args,
+            envelope: draft.canonical.clone(),
+        };
+        let outcome = port.call(call).await;
+        self.record_outcome(&id, operation_id, &attempt.tag, &outcome)
+            .await;
+        drop(attempt);
+        match outcome {
+            Ok(output) => Ok(Execution {
+                draft_id: id,
+                revision,
+                operation_id: operation_id.to_owned(),
+                replay: false,
+                output,
+            }),
+            Err(e) => Err(Error::Upstream {
+                message: e.message,
+                retryable: e.kind == FailureKind::Transient,
+            }),
+        }
+    }
+
+    async fn audit_refusal(&self, event: AuditEvent) {
+        let mut event = Some(event);
+        let mut step = |_: Snapshot| Commit {
+            audit: event.take().into_iter().collect(),
+            ..Commit::default()
+        };
+        if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
+            tracing::warn!(error = %e, "refusal not audited");
+        }
+    }
+
+    async fn record_outcome(
+        &self,
+        id: &DraftId,
+        operation_id: &str,
+        tag: &str,
+        outcome: &std::result::Result<ActionOutput, ActionError>,
+    ) {
+        let now = self.now();
+        let mut event = AuditEvent::new("outcome", now)
+            .text("draft", id.as_str())
+            .text("operation", operation_id);
+        event = match outcome {
+            Ok(_) => event.text("code", "ok"),
+            Err(e) => event.text("code", "UPSTREAM_ERROR").text(
+                "retryable",
+                if e.kind == FailureKind::Transient {
+                    "true"
+                } else {
+                    "false"
+                },
+            ),
+        };
+        let keys = TxKeys {
+            draft: Some(id.clone()),
+            operation: Some(operation_id.to_owned()),
+            rate: None,
+        };
+        let mut step = |snap: Snapshot| {
+            let (Some(mut draft), Some(mut op)) = (snap.draft, snap.operation) else {
+                return Commit::default();
+            };
+            // Only the attempt that journaled the run records its outcome; anything else means
+            // another runner took over and this result is evidence, not state.
+            let (State::Executing(running), true) = (
+                draft.state.clone(),
+                op.status == OpStatus::Running && op.owner == tag,
+            ) else {
+                return Commit {
+                    audit: vec![event.clone().text("note", "late outcome ignored")],
+                    ..Commit::default()
+                };
+            };
+            match outcome {
+                Ok(output) => {
+                    draft.state = State::Executed(running.succeed());
+                    op.status = OpStatus::Succeeded;
+                    op.result = Some(output.to_record());
+                }
+                Err(e) if e.kind == FailureKind::Transient => {
+                    draft.state = State::FailedRetryable(running.fail_retryable());
+                    op.status = OpStatus::FailedRetryable;
+                    op.error = Some(e.message.clone());
+                }
+                Err(e) => {
+                    draft.state = State::FailedTerminal(running.fail_terminal());
+                    op.status = OpStatus::FailedTerminal;
+                    op.error = Some(e.message.clone());
+                }
+            }
+            op.finished_at = Some(now);
+            Commit {
+                draft: Some(draft),
+                operation: Some(op),
+                audit: vec![event.clone()],
+                ..Commit::default()
+            }
+        };
+        if let Err(e) = self.commit(&keys, &mut step).await {
+            // The action ran; the journal keeps saying "running" and later calls will get
+            // OUTCOME_UNKNOWN, which is the truth as far as the store knows.
+            tracing::warn!(error = %e, "outcome not recorded");
+        }
+    }
+}

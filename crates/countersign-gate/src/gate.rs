@@ -1,0 +1,452 @@
+//! The gate: propose, revise, approve, reject — and the reads a person needs to decide.
+//!
+//! Each method is one store transaction whose decision is made from the rows read inside it, so
+//! two processes (the agent-facing server and the approver's terminal) can never interleave a
+//! check and a write. Every decision, accepted or refused, is appended to the audit chain in the
+//! same transaction.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_canon::{Digest, Envelope, Limits, Principal, Profile, Revision, Value};
+
+use crate::audit::{Anchor, AuditEvent, Head};
+use crate::decide::{audit, decide_approve, decide_revise};
+use crate::error::{Error, Result};
+use crate::fields::FieldRule;
+use crate::model::{Draft, DraftId, RevisionRecord};
+use crate::owner::Owner;
+use crate::policy::{Channel, Mode, Policy, ToolPolicy};
+use crate::state::{Approval, State};
+use crate::store::{Commit, GateStore, Snapshot, TxKeys};
+use crate::view::{parse_revision, scan_value, tool_digest};
+
+/// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Now, in Unix milliseconds.
+    fn now_ms(&self) -> i64;
+}
+
+/// The system clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+}
+
+/// A proposed action, as the agent side hands it over.
+#[derive(Debug, Clone)]
+pub struct Proposal<'a> {
+    /// The tool name.
+    pub action: &'a str,
+    /// The raw JSON bytes of the arguments, exactly as received.
+    pub args: &'a [u8],
+    /// The `countersign/v1/tool` digest of the tool definition.
+    pub tool: Digest,
+    /// Who asked.
+    pub principal: Principal,
+}
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The gate over one store and one policy.
+#[derive(Debug)]
+pub struct Gate {
+    pub(crate) store: Arc<dyn GateStore>,
+    pub(crate) policy: Arc<Policy>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) anchor: Option<Arc<Anchor>>,
+    pub(crate) owner: Owner,
+    limits: Limits,
+    pub(crate) lease: Duration,
+}
+
+impl Gate {
+    /// A gate over `store` applying `policy`, with the system clock and no audit anchor.
+    pub fn new(store: Arc<dyn GateStore>, policy: Arc<Policy>) -> Self {
+        Gate {
+            store,
+            policy,
+            clock: Arc::new(SystemClock),
+            anchor: None,
+            owner: Owner::current(),
+            limits: Limits::default(),
+            lease: Duration::from_secs(600),
+        }
+    }
+
+    /// Replaces the clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Keeps the audit head in `anchor` after every commit.
+    #[must_use]
+    pub fn with_anchor(mut self, anchor: Anchor) -> Self {
+        self.anchor = Some(Arc::new(anchor));
+        self
+    }
+
+    /// Replaces the canonicalization limits for arguments.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// How long a run journaled by a process on another host counts as alive (default 10 min).
+    #[must_use]
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn GateStore> {
+        &self.store
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Runs one transaction and moves the audit anchor to its newest record.
+    pub(crate) async fn commit(
+        &self,
+        keys: &TxKeys<'_>,
+        step: &mut (dyn FnMut(Snapshot) -> Commit + Send + '_),
+    ) -> Result<()> {
+        let sealed = self.store.transact(keys, step).await?;
+        if let (Some(anchor), Some(last)) = (&self.anchor, sealed.last()) {
+            let head = Head {
+                seq: last.seq,
+                digest: last.digest,
+            };
+            if let Err(e) = anchor.advance(head) {
+                // The transaction stands; a lagging anchor only weakens truncation detection.
+                tracing::warn!(error = %e, "audit anchor not advanced");
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a refusal that happened before any row was read.
+    async fn audit_only(&self, event: AuditEvent) {
+        let mut event = Some(event);
+        let mut step = |_: Snapshot| Commit {
+            audit: event.take().into_iter().collect(),
+            ..Commit::default()
+        };
+        if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
+            tracing::warn!(error = %e, "refusal not audited");
+        }
+    }
+
+    /// Normalizes arguments under the tool's policy: strict canonical parse, privacy scan, field
+    /// rules. Returns the normalized value.
+    fn normalize(&self, action: &str, tool: &ToolPolicy, args: &[u8]) -> Result<Value> {
+        let mut value = countersign_canon::parse(args, Profile::CountersignV1, &self.limits)
+            .map_err(|e| Error::InvalidArgument {
+                rule: e.code().as_str(),
+                message: format!("arguments of {action}: {}", e.message()),
+            })?;
+        if let Some((kind, pointer)) = scan_value(&value) {
+            return Err(Error::PrivacyBlocked { kind, pointer });
+        }
+        for (pointer, rule) in &tool.fields {
+            if *rule == FieldRule::Hidden {
+                continue;
+            }
+            // The rules only replace White_Space runs and line ends with U+0020 / U+000A and
+            // trim, none of which can make NFC text non-NFC.
+            if let Some(Value::String(s)) = value.pointer_mut(pointer) {
+                *s = rule.apply(s);
+            }
+        }
+        Ok(value)
+    }
+
+    fn gated_policy(&self, action: &str) -> Result<&ToolPolicy> {
+        let tool = self.policy.lookup(action)?;
+        match tool.mode {
+            Mode::Approval => Ok(tool),
+            Mode::Deny => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "the policy denies this tool",
+            }),
+            Mode::Confirm | Mode::Pass => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "this tool is not in approval mode",
+            }),
+        }
+    }
+
+    /// Proposes an action: policy, privacy scan, field rules, canonical envelope, revision, and
+    /// a new draft waiting for a person.
+    ///
+    /// # Errors
+    /// `POLICY_DENIED`, `INVALID_ARGUMENT`, `PRIVACY_BLOCKED` (nothing stored but the refusal's
+    /// audit record, which names only the kind and pointer), `STORE_UNAVAILABLE`.
+    pub async fn propose(&self, p: Proposal<'_>) -> Result<Draft> {
+        let now = self.now();
+        let event = AuditEvent::new("propose", now).text("action", p.action);
+        let prepared = self
+            .gated_policy(p.action)
+            .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));
+        let (tool, args) = match prepared {
+            Ok(ok) => ok,
+            Err(e) => {
+                let mut event = event.outcome(Err(&e));
+                if let Error::PrivacyBlocked { kind, pointer } = &e {
+                    event = event.text("kind", kind.as_str()).text("pointer", pointer);
+                }
+                self.audit_only(event).await;
+                return Err(e);
+            }
+        };
+        let envelope = Envelope {
+            action: p.action.to_owned(),
+            args,
+            tool: p.tool,
+            principal: p.principal,
+        };
+        let canonical = envelope.to_canonical_bytes();
+        let revision = Revision::of_canonical(&canonical);
+        let draft = Draft {
+            id: DraftId::random(),
+            action: p.action.to_owned(),
+            risk: tool.risk.as_str().to_owned(),
+            seq: 1,
+            revision,
+            canonical: canonical.clone(),
+            hidden: tool.hidden().map(str::to_owned).collect(),
+            principal: envelope.principal,
+            created_at: now,
+            expires_at: now.saturating_add(millis(tool.draft_ttl)),
+            state: State::Proposed(crate::state::Proposed),
+        };
+        let event = event
+            .text("draft", draft.id.as_str())
+            .text("revision", &revision.to_hex())
+            .text("tool", &p.tool.to_hex())
+            .text("risk", &draft.risk)
+            .outcome(Ok(()));
+        let record = RevisionRecord {
+            draft_id: draft.id.clone(),
+            seq: 1,
+            revision,
+            canonical,
+            created_at: now,
+        };
+        let mut once = Some((draft.clone(), record, event));
+        let mut step = |_: Snapshot| match once.take() {
+            Some((d, r, e)) => Commit {
+                draft: Some(d),
+                revision: Some(r),
+                audit: vec![e],
+                ..Commit::default()
+            },
+            None => Commit::default(),
+        };
+        self.commit(&TxKeys::default(), &mut step).await?;
+        Ok(draft)
+    }
+
+    /// Replaces the draft's arguments with `args` as a new revision. Any approval of the old
+    /// revision is void; `expected` must be the current revision.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `STALE_REVISION`, `DRAFT_NOT_EDITABLE`, `APPROVAL_REJECTED`, the propose
+    /// refusals, `STORE_UNAVAILABLE`.
+    pub async fn revise(&self, draft_id: &str, expected: &str, args: &[u8]) -> Result<Draft> {
+        let now = self.now();
+        let id = DraftId::parse(draft_id)?;
+        let expected = parse_revision(expected)?;
+        let current = self.store.draft(&id).await?.ok_or(Error::NotFound)?;
+        let event = AuditEvent::new("revise", now)
+            .text("draft", id.as_str())
+            .text("action", &current.action);
+        let prepared = self
+            .gated_policy(&current.action)
+            .and_then(|tool| self.normalize(&current.action, tool, args))
+            .and_then(|args| {
+                let tool = tool_digest(&current)?;
+                Ok(Envelope {
+                    action: current.action.clone(),
+                    args,
+                    tool,
+                    principal: current.principal.clone(),
+                })
+            });
+        let envelope = match prepared {
+            Ok(e) => e,
+            Err(e) => {
+                let mut event = event.outcome(Err(&e));
+                if let Error::PrivacyBlocked { kind, pointer } = &e {
+                    event = event.text("kind", kind.as_str()).text("pointer", pointer);
+                }
+                self.audit_only(event).await;
+                return Err(e);
+            }
+        };
+        let canonical = envelope.to_canonical_bytes();
+        let revision = Revision::of_canonical(&canonical);
+        let mut verdict: Option<Result<Draft>> = None;
+        let mut step = |snap: Snapshot| {
+            let (commit, v) = decide_revise(snap, expected, revision, &canonical, &event, now);
+            verdict = Some(v);
+            commit
+        };
+        self.commit(
+            &TxKeys {
+                draft: Some(id),
+                ..TxKeys::default()
+            },
+            &mut step,
+        )
+        .await?;
+        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+    }
+
+    /// A person approves exactly `revision` (64 hex characters) of the draft.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `INVALID_ARGUMENT` (not a full revision), `STALE_REVISION`,
+    /// `APPROVAL_REJECTED`, `DRAFT_NOT_EDITABLE`, `POLICY_DENIED` (channel not allowed),
+    /// `STORE_TAMPERED`, `STORE_UNAVAILABLE`.
+    pub async fn approve(
+        &self,
+        draft_id: &str,
+        revision: &str,
+        approver: &str,
+        channel: Channel,
+    ) -> Result<Approval> {
+        let now = self.now();
+        let event = AuditEvent::new("approve", now)
+            .text("draft", draft_id)
+            .text("approver", approver)
+            .text("channel", channel.as_str());
+        let parsed = DraftId::parse(draft_id).and_then(|id| Ok((id, parse_revision(revision)?)));
+        let (id, revision) = match parsed {
+            Ok(ok) => ok,
+            Err(e) => {
+                self.audit_only(event.outcome(Err(&e))).await;
+                return Err(e);
+            }
+        };
+        let event = event.text("revision", &revision.to_hex());
+        let mut verdict: Option<Result<Approval>> = None;
+        let policy = &self.policy;
+        let mut step = |snap: Snapshot| {
+            let (commit, v) =
+                decide_approve(snap, policy, revision, approver, channel, &event, now);
+            verdict = Some(v);
+            commit
+        };
+        self.commit(
+            &TxKeys {
+                draft: Some(id),
+                ..TxKeys::default()
+            },
+            &mut step,
+        )
+        .await?;
+        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+    }
+
+    /// A person refuses the draft.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `DRAFT_NOT_EDITABLE`, `STORE_UNAVAILABLE`.
+    pub async fn reject(&self, draft_id: &str, by: &str, reason: Option<&str>) -> Result<()> {
+        let now = self.now();
+        let id = DraftId::parse(draft_id)?;
+        let event = AuditEvent::new("reject", now)
+            .text("draft", id.as_str())
+            .text("by", by);
+        let mut verdict: Option<Result<()>> = None;
+        let mut step = |snap: Snapshot| {
+            let Some(mut draft) = snap.draft else {
+                verdict = Some(Err(Error::NotFound));
+                return audit(event.clone().outcome(Err(&Error::NotFound)));
+            };
+            let reason = reason.map(str::to_owned);
+            let next = match draft.state.clone() {
+                State::Proposed(p) => Ok(State::Rejected(p.reject(by.to_owned(), reason))),
+                State::Approved(a) => Ok(State::Rejected(a.reject(by.to_owned(), reason))),
+                State::Rejected(_) => Err(Error::ApprovalRejected),
+                other => Err(Error::DraftNotEditable {
+                    state: other.name(),
+                }),
+            };
+            let e = event.clone().text("revision", &draft.revision.to_hex());
+            match next {
+                Ok(state) => {
+                    draft.state = state;
+                    verdict = Some(Ok(()));
+                    Commit {
+                        draft: Some(draft),
+                        audit: vec![e.outcome(Ok(()))],
+                        ..Commit::default()
+                    }
+                }
+                Err(err) => {
+                    let c = audit(e.outcome(Err(&err)));
+                    verdict = Some(Err(err));
+                    c
+                }
+            }
+        };
+        self.commit(
+            &TxKeys {
+                draft: Some(id),
+                ..TxKeys::default()
+            },
+            &mut step,
+        )
+        .await?;
+        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+    }
+
+    /// One draft, its stored bytes checked against its revision.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`, `STORE_TAMPERED`, `STORE_UNAVAILABLE`.
+    pub async fn draft(&self, draft_id: &str) -> Result<Draft> {
+        let id = DraftId::parse(draft_id)?;
+        let draft = self.store.draft(&id).await?.ok_or(Error::NotFound)?;
+        if !draft.is_intact() {
+            return Err(Error::Tampered);
+        }
+        Ok(draft)
+    }
+
+    /// Drafts waiting for a person (proposed or approved and not yet run), oldest first.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE`.
+    pub async fn pending(&self) -> Result<Vec<Draft>> {
+        let now = self.now();
+        Ok(self
+            .store
+            .drafts()
+            .await?
+            .into_iter()
+            .filter(|d| d.state.is_open() && now < d.expires_at)
+            .collect())
+    }
+}

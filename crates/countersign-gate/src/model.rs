@@ -1,0 +1,181 @@
+//! The records the gate keeps: drafts, their revisions, operations.
+//!
+//! These are plain data shared by every store backend, so memory, SQLite and PostgreSQL hold the
+//! same facts and one conformance suite can compare them.
+
+use std::fmt;
+
+use countersign_canon::{Digest, Principal, Revision};
+
+use crate::error::{Error, Result};
+use crate::state::State;
+
+/// A draft id: 32 lowercase hex characters of randomness.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DraftId(String);
+
+impl DraftId {
+    /// A fresh random id.
+    pub fn random() -> Self {
+        DraftId(hex::encode(rand::random::<[u8; 16]>()))
+    }
+
+    /// Parses an id; anything but 32 lowercase hex characters is no draft at all.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`].
+    pub fn parse(s: &str) -> Result<Self> {
+        if s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(DraftId(s.to_owned()))
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// The id text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DraftId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for DraftId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DraftId({})", self.0)
+    }
+}
+
+/// A draft: the current revision of one proposed action and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draft {
+    /// Its id.
+    pub id: DraftId,
+    /// The tool name.
+    pub action: String,
+    /// The risk class name from the policy at proposal time.
+    pub risk: String,
+    /// 1 for the first revision, +1 per `revise`.
+    pub seq: u32,
+    /// The current revision.
+    pub revision: Revision,
+    /// The canonical bytes of the current envelope: what runs, byte for byte.
+    pub canonical: Vec<u8>,
+    /// JSON Pointers (into the arguments) of fields marked hidden.
+    pub hidden: Vec<String>,
+    /// Who asked.
+    pub principal: Principal,
+    /// When it was proposed (Unix milliseconds).
+    pub created_at: i64,
+    /// When an undecided draft expires (Unix milliseconds).
+    pub expires_at: i64,
+    /// Where it stands.
+    pub state: State,
+}
+
+impl Draft {
+    /// Whether the stored bytes still hash to the stored revision.
+    pub fn is_intact(&self) -> bool {
+        Revision::of_canonical(&self.canonical) == self.revision
+    }
+}
+
+/// One revision of a draft, kept for the diff a person sees when approving a newer one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevisionRecord {
+    /// The draft.
+    pub draft_id: DraftId,
+    /// Its number within the draft.
+    pub seq: u32,
+    /// The revision.
+    pub revision: Revision,
+    /// The canonical envelope bytes.
+    pub canonical: Vec<u8>,
+    /// When it was made (Unix milliseconds).
+    pub created_at: i64,
+}
+
+/// Where an operation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpStatus {
+    /// Journaled before the action call; no outcome recorded yet.
+    Running,
+    /// The action succeeded; the result is recorded.
+    Succeeded,
+    /// The action failed; the same operation may retry.
+    FailedRetryable,
+    /// The action failed for good; the failure is recorded.
+    FailedTerminal,
+    /// The runner died before recording an outcome.
+    OutcomeUnknown,
+}
+
+impl OpStatus {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OpStatus::Running => "running",
+            OpStatus::Succeeded => "succeeded",
+            OpStatus::FailedRetryable => "failed_retryable",
+            OpStatus::FailedTerminal => "failed_terminal",
+            OpStatus::OutcomeUnknown => "outcome_unknown",
+        }
+    }
+
+    /// Parses a stored name.
+    ///
+    /// # Errors
+    /// [`Error::StoreUnavailable`] for a name no version of the gate writes.
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s {
+            "running" => OpStatus::Running,
+            "succeeded" => OpStatus::Succeeded,
+            "failed_retryable" => OpStatus::FailedRetryable,
+            "failed_terminal" => OpStatus::FailedTerminal,
+            "outcome_unknown" => OpStatus::OutcomeUnknown,
+            other => return Err(Error::store(format!("unknown operation status {other:?}"))),
+        })
+    }
+}
+
+/// One execution attempt keyed by the caller's `operation_id` (Stripe-style idempotency).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    /// The caller's key.
+    pub id: String,
+    /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
+    pub fingerprint: Digest,
+    /// The draft it runs.
+    pub draft_id: DraftId,
+    /// The revision it runs.
+    pub revision: Revision,
+    /// Where it stands.
+    pub status: OpStatus,
+    /// Which runner journaled it (see `owner`), for telling "running" from "died".
+    pub owner: String,
+    /// Until when a runner on another host counts as alive (Unix milliseconds).
+    pub lease_until: i64,
+    /// The recorded result (JSON text) once succeeded.
+    pub result: Option<String>,
+    /// The recorded failure message once failed.
+    pub error: Option<String>,
+    /// How many times the action was called for it.
+    pub attempts: u32,
+    /// When it was first journaled (Unix milliseconds).
+    pub started_at: i64,
+    /// When its outcome was recorded (Unix milliseconds).
+    pub finished_at: Option<i64>,
+}
+
+/// Executions of one tool inside the current rate window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RateWindow {
+    /// Runs counted.
+    pub count: u64,
+    /// The oldest of them (Unix milliseconds).
+    pub oldest: Option<i64>,
+}

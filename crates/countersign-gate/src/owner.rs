@@ -1,0 +1,157 @@
+//! Who is running an operation, and whether that runner is still alive.
+//!
+//! "Running" and "died mid-run" look the same in the store: a journaled operation with no
+//! outcome. Telling them apart decides between `OPERATION_IN_PROGRESS` (wait) and
+//! `OUTCOME_UNKNOWN` (never run again), so each journal entry names its runner: the boot, the
+//! process (pid and start time, so a reused pid is not mistaken for the runner) and a random
+//! attempt id. A runner in this process is alive while its attempt is registered; a runner in
+//! another process on this boot is alive while that process exists; a runner elsewhere is
+//! trusted until its lease runs out.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+/// This process's identity as a runner.
+#[derive(Debug, Clone)]
+pub(crate) struct Owner {
+    boot: String,
+    pid: u32,
+    start: String,
+    live: Arc<Mutex<HashSet<String>>>,
+}
+
+/// What is known about a runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Liveness {
+    Alive,
+    Dead,
+    /// Another host or boot: only the lease can tell.
+    Unknown,
+}
+
+/// An attempt registered as live in this process; unregisters itself when dropped, so a run
+/// abandoned by a cancelled task reads as dead rather than in progress forever.
+#[derive(Debug)]
+pub(crate) struct Attempt {
+    pub(crate) tag: String,
+    live: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Drop for Attempt {
+    fn drop(&mut self) {
+        if let Ok(mut live) = self.live.lock() {
+            live.remove(&self.tag);
+        }
+    }
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty() && !s.contains('/'))
+        // Without a boot id no other process can be judged; a random one makes every foreign
+        // runner `Unknown`, i.e. lease-based.
+        .unwrap_or_else(|| format!("nb-{}", hex::encode(rand::random::<[u8; 8]>())))
+}
+
+/// Start time (field 22 of /proc/PID/stat) of a live, non-zombie process.
+fn start_time(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let mut fields = after.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // Fields after the name start at 3 (state); start time is field 22.
+    fields.nth(18).map(str::to_owned)
+}
+
+impl Owner {
+    pub(crate) fn current() -> Self {
+        let pid = std::process::id();
+        Owner {
+            boot: boot_id(),
+            pid,
+            start: start_time(pid).unwrap_or_else(|| "0".into()),
+            live: Arc::default(),
+        }
+    }
+
+    /// Registers a new attempt; its tag is what the journal stores as the owner.
+    pub(crate) fn attempt(&self) -> Attempt {
+        let tag = format!(
+            "{}/{}/{}/{}",
+            self.boot,
+            self.pid,
+            self.start,
+            hex::encode(rand::random::<[u8; 8]>())
+        );
+        if let Ok(mut live) = self.live.lock() {
+            live.insert(tag.clone());
+        }
+        Attempt {
+            tag,
+            live: self.live.clone(),
+        }
+    }
+
+    pub(crate) fn liveness(&self, tag: &str) -> Liveness {
+        let mut parts = tag.split('/');
+        let (Some(boot), Some(pid), Some(start), Some(_)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Liveness::Unknown;
+        };
+        if boot != self.boot {
+            return Liveness::Unknown;
+        }
+        let Ok(pid) = pid.parse::<u32>() else {
+            return Liveness::Unknown;
+        };
+        if pid == self.pid && start == self.start {
+            let alive = self.live.lock().map(|l| l.contains(tag)).unwrap_or(true);
+            return if alive {
+                Liveness::Alive
+            } else {
+                Liveness::Dead
+            };
+        }
+        match start_time(pid) {
+            Some(s) if s == start => Liveness::Alive,
+            _ => Liveness::Dead,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_attempts_are_alive_until_dropped() {
+        let owner = Owner::current();
+        let attempt = owner.attempt();
+        let tag = attempt.tag.clone();
+        assert_eq!(owner.liveness(&tag), Liveness::Alive);
+        drop(attempt);
+        assert_eq!(owner.liveness(&tag), Liveness::Dead);
+    }
+
+    #[test]
+    fn foreign_boots_are_unknown_and_gone_processes_dead() {
+        let owner = Owner::current();
+        assert_eq!(owner.liveness("other-boot/1/1/aa"), Liveness::Unknown);
+        assert_eq!(owner.liveness("garbage"), Liveness::Unknown);
+        if owner.boot.starts_with("nb-") {
+            return;
+        }
+        // A pid above the kernel's maximum never exists.
+        let gone = format!("{}/4194305/1/aa", owner.boot);
+        assert_eq!(owner.liveness(&gone), Liveness::Dead);
+        // pid 1 exists but started at a different time than "1" clock ticks.
+        let reused = format!("{}/1/999999999999/aa", owner.boot);
+        assert_eq!(owner.liveness(&reused), Liveness::Dead);
+    }
+}

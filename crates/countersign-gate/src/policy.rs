@@ -1,0 +1,385 @@
+//! Per-tool policy (CONTRACT.md section 6): what the gate does with each tool.
+//!
+//! The policy is the one place a deployer says which actions need a person. It fails closed: an
+//! unknown key is an error rather than ignored (a typo must not silently drop a rule), a tool with
+//! no entry and no `[defaults]` is denied, and an unreadable file is a configuration failure.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::fields::FieldRule;
+
+pub use countersign_token::RiskClass as Risk;
+
+/// What the gate does with a tool's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A person approves the exact revision before it runs.
+    Approval,
+    /// A dry run mints a confirmation token that the real call must carry.
+    Confirm,
+    /// No gate.
+    Pass,
+    /// Never runs.
+    Deny,
+}
+
+/// Where a person may approve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChannel {
+    /// `countersign approve` only.
+    Cli,
+    /// MCP elicitation only.
+    Elicitation,
+    /// Either.
+    Both,
+}
+
+impl ApprovalChannel {
+    /// Whether an approval arriving through `via` is allowed by this setting.
+    pub fn allows(self, via: Channel) -> bool {
+        matches!(
+            (self, via),
+            (ApprovalChannel::Both, _)
+                | (ApprovalChannel::Cli, Channel::Cli)
+                | (ApprovalChannel::Elicitation, Channel::Elicitation)
+        )
+    }
+}
+
+/// The channel one approval actually came through (recorded in the audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// The `countersign approve` command.
+    Cli,
+    /// An MCP elicitation answered by the client's user.
+    Elicitation,
+}
+
+impl Channel {
+    /// `cli` or `elicitation`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Cli => "cli",
+            Channel::Elicitation => "elicitation",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "cli" => Some(Channel::Cli),
+            "elicitation" => Some(Channel::Elicitation),
+            _ => None,
+        }
+    }
+}
+
+/// An execution ceiling: at most `max` runs per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Runs allowed in one window.
+    pub max: u32,
+    /// The window.
+    pub per: Duration,
+}
+
+/// The resolved policy of one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// What the gate does with the tool.
+    pub mode: Mode,
+    /// Its risk class.
+    pub risk: Risk,
+    /// Where a person may approve it.
+    pub approval: ApprovalChannel,
+    /// Whether a run whose outcome is unknown may be retried.
+    pub idempotent: bool,
+    /// The execution ceiling, if any.
+    pub rate: Option<Rate>,
+    /// Field rules by JSON Pointer.
+    pub fields: BTreeMap<String, FieldRule>,
+    /// How long an approval stays valid.
+    pub approval_ttl: Duration,
+    /// How long a draft waits for a decision before it expires.
+    pub draft_ttl: Duration,
+}
+
+impl ToolPolicy {
+    /// Pointers of the fields marked `hidden`.
+    pub fn hidden(&self) -> impl Iterator<Item = &str> {
+        self.fields
+            .iter()
+            .filter(|(_, rule)| **rule == FieldRule::Hidden)
+            .map(|(p, _)| p.as_str())
+    }
+}
+
+/// Default approval lifetime (CONTRACT.md section 6 example, issue 5).
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
+/// Default lifetime of an undecided draft.
+pub const DEFAULT_DRAFT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    defaults: Option<RawDefaults>,
+    #[serde(default)]
+    tools: BTreeMap<String, RawTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefaults {
+    approval_ttl: Option<String>,
+    draft_ttl: Option<String>,
+    mode: Option<Mode>,
+    risk: Option<String>,
+    approval: Option<ApprovalChannel>,
+    idempotent: Option<bool>,
+    rate: Option<RawRate>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTool {
+    mode: Option<Mode>,
+    risk: Option<String>,
+    approval: Option<ApprovalChannel>,
+    idempotent: Option<bool>,
+    rate: Option<RawRate>,
+    #[serde(default)]
+    fields: BTreeMap<String, FieldRule>,
+    approval_ttl: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRate {
+    max: u32,
+    per: String,
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    pattern: String,
+    policy: ToolPolicy,
+}
+
+/// A parsed, validated policy file.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    exact: BTreeMap<String, ToolPolicy>,
+    /// Globs, most specific (longest) first; ties keep file (sorted) order.
+    globs: Vec<Entry>,
+    fallback: Option<ToolPolicy>,
+}
+
+impl Policy {
+    /// Parses and validates a policy from TOML text.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for invalid TOML, unknown keys, bad durations, pointers or rates.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| Error::Config(first_line(&e)))?;
+        let defaults = raw.defaults.unwrap_or_default();
+        let approval_ttl = ttl(defaults.approval_ttl.as_deref(), DEFAULT_APPROVAL_TTL)?;
+        let draft_ttl = ttl(defaults.draft_ttl.as_deref(), DEFAULT_DRAFT_TTL)?;
+        let default_rate = defaults.rate.map(rate).transpose()?;
+        let default_risk_name = defaults.risk.as_deref().map(risk).transpose()?;
+        let fallback = defaults.mode.map(|mode| ToolPolicy {
+            mode,
+            risk: default_risk_name.unwrap_or(default_risk(mode)),
+            approval: defaults.approval.unwrap_or(ApprovalChannel::Cli),
+            idempotent: defaults.idempotent.unwrap_or(false),
+            rate: default_rate,
+            fields: BTreeMap::new(),
+            approval_ttl,
+            draft_ttl,
+        });
+        let mut exact = BTreeMap::new();
+        let mut globs = Vec::new();
+        for (pattern, tool) in raw.tools {
+            if pattern.is_empty() {
+                return Err(Error::Config("empty tool name in [tools]".into()));
+            }
+            for pointer in tool.fields.keys() {
+                check_pointer(pointer)?;
+            }
+            let mode = tool.mode.or(defaults.mode).unwrap_or(Mode::Approval);
+            let policy = ToolPolicy {
+                mode,
+                risk: match tool.risk.as_deref() {
+                    Some(r) => risk(r)?,
+                    None => default_risk_name.unwrap_or(default_risk(mode)),
+                },
+                approval: tool
+                    .approval
+                    .or(defaults.approval)
+                    .unwrap_or(ApprovalChannel::Cli),
+                idempotent: tool.idempotent.or(defaults.idempotent).unwrap_or(false),
+                rate: match tool.rate {
+                    Some(r) => Some(rate(r)?),
+                    None => default_rate,
+                },
+                fields: tool.fields,
+                approval_ttl: match tool.approval_ttl.as_deref() {
+                    Some(t) => ttl(Some(t), DEFAULT_APPROVAL_TTL)?,
+                    None => approval_ttl,
+                },
+                draft_ttl,
+            };
+            if is_glob(&pattern) {
+                globs.push(Entry { pattern, policy });
+            } else {
+                exact.insert(pattern, policy);
+            }
+        }
+        // Stable sort: among globs of one length the file's (sorted) order decides, so the
+        // choice never depends on hashing or platform.
+        globs.sort_by_key(|e| std::cmp::Reverse(e.pattern.chars().count()));
+        Ok(Policy {
+            exact,
+            globs,
+            fallback,
+        })
+    }
+
+    /// Reads and parses a policy file. A missing or unreadable file is an error: fail closed.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the file cannot be read or is invalid.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("cannot read policy {}: {e}", path.display())))?;
+        Self::from_toml(&text)
+    }
+
+    /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.
+    ///
+    /// # Errors
+    /// [`Error::PolicyDenied`] when nothing matches (an unknown tool fails closed).
+    pub fn lookup(&self, tool: &str) -> Result<&ToolPolicy> {
+        if let Some(p) = self.exact.get(tool) {
+            return Ok(p);
+        }
+        if let Some(e) = self.globs.iter().find(|e| glob_match(&e.pattern, tool)) {
+            return Ok(&e.policy);
+        }
+        self.fallback.as_ref().ok_or_else(|| Error::PolicyDenied {
+            tool: tool.to_owned(),
+            why: "no policy entry for this tool",
+        })
+    }
+}
+
+fn default_risk(mode: Mode) -> Risk {
+    if mode == Mode::Pass {
+        Risk::Read
+    } else {
+        Risk::Write
+    }
+}
+
+fn first_line(e: &toml::de::Error) -> String {
+    e.to_string()
+        .lines()
+        .next()
+        .unwrap_or("invalid policy")
+        .to_owned()
+}
+
+fn ttl(text: Option<&str>, default: Duration) -> Result<Duration> {
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    let d = parse_duration(text)?;
+    if d.is_zero() || d > MAX_TTL {
+        return Err(Error::Config(format!(
+            "ttl {text:?} out of range (at most 7 days)"
+        )));
+    }
+    Ok(d)
+}
+
+fn rate(raw: RawRate) -> Result<Rate> {
+    let per = parse_duration(&raw.per)?;
+    if raw.max == 0 || per.is_zero() {
+        return Err(Error::Config(
+            "rate needs max >= 1 and a non-zero window".into(),
+        ));
+    }
+    Ok(Rate { max: raw.max, per })
+}
+
+/// Parses a duration as the whole project writes them (`90s`, `15m`, `1h`, `1h30m`).
+///
+/// # Errors
+/// [`Error::Config`] for anything else.
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    countersign_token::parse_duration(text).map_err(|e| Error::Config(e.to_string()))
+}
+
+fn risk(name: &str) -> Result<Risk> {
+    name.parse()
+        .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
+}
+
+fn check_pointer(p: &str) -> Result<()> {
+    let bad = || Error::Config(format!("field {p:?} is not a JSON Pointer"));
+    if p.is_empty() || !p.starts_with('/') {
+        return Err(bad());
+    }
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
+            return Err(bad());
+        }
+    }
+    Ok(())
+}
+
+fn is_glob(p: &str) -> bool {
+    p.contains(['*', '?'])
+}
+
+/// `*` matches any run of characters, `?` exactly one; everything else matches itself.
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Iterative matcher with one backtrack point: linear in practice, never exponential.
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+#[path = "policy_tests.rs"]
+mod tests;

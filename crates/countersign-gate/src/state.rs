@@ -1,0 +1,285 @@
+//! The draft lifecycle as types.
+//!
+//! Each state is its own struct and every transition consumes the state it leaves, so code that
+//! holds an `Executed` draft cannot approve it and code that wants to run an action must first turn
+//! an `Approved` into an `Executing` — the only place an approval is consumed. The persisted
+//! [`State`] enum is what a store row holds; [`State::name`] is its stable spelling.
+//!
+//! ```text
+//!             revise (voids approval)
+//!            ┌──────────────┐
+//!            ▼              │
+//!   ──► Proposed ──approve──► Approved ──claim──► Executing ──► Executed
+//!         │  │                 │   │                 │  ├──► FailedTerminal
+//!         │  └──reject──► Rejected ◄┘                 │  ├──► FailedRetryable ──retry──► Executing
+//!         └──expire──► Expired ◄───────────┘          │  └──► OutcomeUnknown ──retry (idempotent)──► Executing
+//! ```
+
+use countersign_canon::Revision;
+
+use crate::policy::Channel;
+
+/// One person's approval of one revision; consumed by the run it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// The revision approved.
+    pub revision: Revision,
+    /// Who approved.
+    pub approver: String,
+    /// Through which channel.
+    pub channel: Channel,
+    /// When (Unix milliseconds).
+    pub approved_at: i64,
+    /// Until when it may be used (Unix milliseconds, exclusive).
+    pub expires_at: i64,
+}
+
+impl Approval {
+    /// Whether the approval still holds at `now_ms`.
+    pub fn is_live(&self, now_ms: i64) -> bool {
+        now_ms < self.expires_at
+    }
+}
+
+/// Waiting for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed;
+
+/// A person approved the current revision; nothing has run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approved {
+    /// The approval, not yet consumed.
+    pub approval: Approval,
+}
+
+/// The approval was consumed and the run journaled; the action may be running now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executing {
+    /// The operation that runs it.
+    pub operation_id: String,
+}
+
+/// The action ran and succeeded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executed {
+    /// The operation that ran it.
+    pub operation_id: String,
+}
+
+/// The action ran and failed in a way the port says may succeed on retry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedRetryable {
+    /// The operation that ran it; only it may retry.
+    pub operation_id: String,
+}
+
+/// The action ran and failed for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailedTerminal {
+    /// The operation that ran it.
+    pub operation_id: String,
+}
+
+/// A run started and its outcome was never recorded (the process died).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeUnknown {
+    /// The operation that started it.
+    pub operation_id: String,
+}
+
+/// A person refused the draft.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    /// Who refused.
+    pub by: String,
+    /// Why, if they said.
+    pub reason: Option<String>,
+}
+
+/// Nobody decided in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expired;
+
+/// An old revision replaced by `revise`; kept for the diff and the audit, never runnable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superseded {
+    /// The revision replaced.
+    pub revision: Revision,
+    /// The revision that replaced it.
+    pub by: Revision,
+}
+
+/// Proof, built only from the tool's policy, that a run may be repeated.
+#[derive(Debug, Clone, Copy)]
+pub struct IdempotentTool(());
+
+impl IdempotentTool {
+    pub(crate) fn from_policy(idempotent: bool) -> Option<Self> {
+        idempotent.then_some(IdempotentTool(()))
+    }
+}
+
+impl Proposed {
+    /// A person approved the current revision.
+    pub fn approve(self, approval: Approval) -> Approved {
+        Approved { approval }
+    }
+
+    /// A person refused it.
+    pub fn reject(self, by: String, reason: Option<String>) -> Rejected {
+        Rejected { by, reason }
+    }
+
+    /// Nobody decided before the draft's deadline.
+    pub fn expire(self) -> Expired {
+        Expired
+    }
+
+    /// A new revision replaces `old`.
+    pub fn supersede(self, old: Revision, by: Revision) -> (Proposed, Superseded) {
+        (Proposed, Superseded { revision: old, by })
+    }
+}
+
+impl Approved {
+    /// Consumes the approval and journals the run: the one way into `Executing`.
+    pub fn claim(self, operation_id: String) -> Executing {
+        Executing { operation_id }
+    }
+
+    /// A new approval of the same revision replaces this one.
+    pub fn reapprove(self, approval: Approval) -> Approved {
+        Approved { approval }
+    }
+
+    /// The approval lapsed unused: back to waiting for a person.
+    pub fn lapse(self) -> Proposed {
+        Proposed
+    }
+
+    /// A person refused it after all.
+    pub fn reject(self, by: String, reason: Option<String>) -> Rejected {
+        Rejected { by, reason }
+    }
+
+    /// A new revision replaces the approved one; the approval is void.
+    pub fn supersede(self, by: Revision) -> (Proposed, Superseded) {
+        let old = self.approval.revision;
+        (Proposed, Superseded { revision: old, by })
+    }
+}
+
+impl Executing {
+    /// The action succeeded.
+    pub fn succeed(self) -> Executed {
+        Executed {
+            operation_id: self.operation_id,
+        }
+    }
+
+    /// The action failed; a retry may succeed.
+    pub fn fail_retryable(self) -> FailedRetryable {
+        FailedRetryable {
+            operation_id: self.operation_id,
+        }
+    }
+
+    /// The action failed for good.
+    pub fn fail_terminal(self) -> FailedTerminal {
+        FailedTerminal {
+            operation_id: self.operation_id,
+        }
+    }
+
+    /// The process that ran it died before recording an outcome.
+    pub fn lose(self) -> OutcomeUnknown {
+        OutcomeUnknown {
+            operation_id: self.operation_id,
+        }
+    }
+}
+
+impl FailedRetryable {
+    /// The same operation tries again.
+    pub fn retry(self) -> Executing {
+        Executing {
+            operation_id: self.operation_id,
+        }
+    }
+}
+
+impl OutcomeUnknown {
+    /// Runs again; only possible with proof that the tool is idempotent.
+    pub fn retry(self, _proof: IdempotentTool) -> Executing {
+        Executing {
+            operation_id: self.operation_id,
+        }
+    }
+}
+
+/// The state a store row holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum State {
+    /// See [`Proposed`].
+    Proposed(Proposed),
+    /// See [`Approved`].
+    Approved(Approved),
+    /// See [`Executing`].
+    Executing(Executing),
+    /// See [`Executed`].
+    Executed(Executed),
+    /// See [`FailedRetryable`].
+    FailedRetryable(FailedRetryable),
+    /// See [`FailedTerminal`].
+    FailedTerminal(FailedTerminal),
+    /// See [`OutcomeUnknown`].
+    OutcomeUnknown(OutcomeUnknown),
+    /// See [`Rejected`].
+    Rejected(Rejected),
+    /// See [`Expired`].
+    Expired(Expired),
+}
+
+impl State {
+    /// The stable name stored and shown: `proposed`, `approved`, `executing`, `executed`,
+    /// `failed_retryable`, `failed_terminal`, `outcome_unknown`, `rejected`, `expired`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            State::Proposed(_) => "proposed",
+            State::Approved(_) => "approved",
+            State::Executing(_) => "executing",
+            State::Executed(_) => "executed",
+            State::FailedRetryable(_) => "failed_retryable",
+            State::FailedTerminal(_) => "failed_terminal",
+            State::OutcomeUnknown(_) => "outcome_unknown",
+            State::Rejected(_) => "rejected",
+            State::Expired(_) => "expired",
+        }
+    }
+
+    /// The approval, when the state holds an unconsumed one.
+    pub fn approval(&self) -> Option<&Approval> {
+        match self {
+            State::Approved(a) => Some(&a.approval),
+            _ => None,
+        }
+    }
+
+    /// The operation bound to the draft once its approval was consumed.
+    pub fn operation_id(&self) -> Option<&str> {
+        match self {
+            State::Executing(Executing { operation_id })
+            | State::Executed(Executed { operation_id })
+            | State::FailedRetryable(FailedRetryable { operation_id })
+            | State::FailedTerminal(FailedTerminal { operation_id })
+            | State::OutcomeUnknown(OutcomeUnknown { operation_id }) => Some(operation_id),
+            _ => None,
+        }
+    }
+
+    /// Whether a person may still approve, reject or revise it.
+    pub fn is_open(&self) -> bool {
+        matches!(self, State::Proposed(_) | State::Approved(_))
+    }
+}

@@ -1,0 +1,118 @@
+//! The gate store port: every state change is one serialized transaction.
+//!
+//! Backends do not decide anything. A transaction reads a [`Snapshot`] of the rows it names in
+//! [`TxKeys`], hands it to the gate's decision function, and writes the [`Commit`] that function
+//! returns — draft, revision, operation, rate event and sealed audit records together, or nothing.
+//! Because each backend serializes these transactions (a mutex, `BEGIN IMMEDIATE`, an advisory
+//! lock), the decision logic exists once and the races of the conformance suite are decided by the
+//! same code on every backend.
+
+use async_trait::async_trait;
+
+use crate::audit::{AuditEvent, AuditRecord};
+use crate::error::Result;
+use crate::model::{Draft, DraftId, Operation, RateWindow, RevisionRecord};
+
+#[doc(hidden)]
+pub mod conformance;
+pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+mod rows;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+/// The start of a tool's rate window (Unix milliseconds), or `None` when it has no ceiling.
+pub type RateWindowStart<'a> = &'a (dyn Fn(&str) -> Option<i64> + Sync);
+
+/// Which rows a transaction reads.
+#[derive(Clone, Default)]
+pub struct TxKeys<'a> {
+    /// The draft, if any.
+    pub draft: Option<DraftId>,
+    /// The operation, if any.
+    pub operation: Option<String>,
+    /// Asked with the draft's action once the draft is read: count that tool's runs since the
+    /// time it returns. The same window bounds the pruning of older runs.
+    pub rate: Option<RateWindowStart<'a>>,
+}
+
+impl std::fmt::Debug for TxKeys<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxKeys")
+            .field("draft", &self.draft)
+            .field("operation", &self.operation)
+            .field("rate", &self.rate.is_some())
+            .finish()
+    }
+}
+
+/// The rows a transaction read.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The draft named in the keys, if it exists.
+    pub draft: Option<Draft>,
+    /// The operation named in the keys, if it exists.
+    pub operation: Option<Operation>,
+    /// Runs of the tool inside the window.
+    pub rate: RateWindow,
+}
+
+/// What a transaction writes; all of it or none of it.
+#[derive(Debug, Clone, Default)]
+pub struct Commit {
+    /// The draft row to insert or replace.
+    pub draft: Option<Draft>,
+    /// A revision to add to the draft's history.
+    pub revision: Option<RevisionRecord>,
+    /// The operation row to insert or replace.
+    pub operation: Option<Operation>,
+    /// A run to count against a tool's rate: (tool, time).
+    pub rate_event: Option<(String, i64)>,
+    /// Events to seal onto the audit chain, in order.
+    pub audit: Vec<AuditEvent>,
+}
+
+/// The decision function a transaction runs between reading and writing.
+pub type Step<'a> = dyn FnMut(Snapshot) -> Commit + Send + 'a;
+
+/// Where drafts, approvals, operations and the audit chain live.
+#[async_trait]
+pub trait GateStore: Send + Sync + std::fmt::Debug {
+    /// Runs one serialized transaction: read `keys`, call `step`, write its commit. Returns the
+    /// audit records sealed by it. `step` may be called more than once if the backend retries.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`] when the store cannot be reached; nothing was written.
+    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>>;
+
+    /// One draft.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn draft(&self, id: &DraftId) -> Result<Option<Draft>>;
+
+    /// All drafts, oldest first.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn drafts(&self) -> Result<Vec<Draft>>;
+
+    /// A draft's revisions, oldest first.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>>;
+
+    /// One operation.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn operation(&self, id: &str) -> Result<Option<Operation>>;
+
+    /// The whole audit chain, in order.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn audit(&self) -> Result<Vec<AuditRecord>>;
+}

@@ -1,0 +1,429 @@
+//! The PostgreSQL store: drafts shared by every replica of a service.
+//!
+//! Each transaction first takes one transaction-scoped advisory lock, so gate transactions
+//! serialize across connections and hosts exactly as they do on SQLite's write lock; the decision
+//! code above them is the same. Tables live in a schema of their own (default `countersign`,
+//! beside the replay ledger), prefixed `gate_`.
+
+use async_trait::async_trait;
+use countersign_canon::Digest;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use super::rows::{
+    hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
+    state_from_row, state_to_row,
+};
+use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use crate::audit::{AuditRecord, seal};
+use crate::error::{Error, Result};
+use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
+
+/// Serializes every gate transaction in one database ("cs_gate").
+const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
+
+const SCHEMA: &str = "
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.gate_drafts (
+    id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq BIGINT NOT NULL,
+    revision TEXT NOT NULL, canonical BYTEA NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
+    created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, state TEXT NOT NULL, detail TEXT NOT NULL,
+    ord BIGSERIAL);
+CREATE TABLE IF NOT EXISTS {s}.gate_revisions (
+    draft_id TEXT NOT NULL, seq BIGINT NOT NULL, revision TEXT NOT NULL, canonical BYTEA NOT NULL,
+    created_at BIGINT NOT NULL, PRIMARY KEY (draft_id, seq));
+CREATE TABLE IF NOT EXISTS {s}.gate_operations (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until BIGINT NOT NULL, result TEXT, error TEXT,
+    attempts BIGINT NOT NULL, started_at BIGINT NOT NULL, finished_at BIGINT);
+CREATE TABLE IF NOT EXISTS {s}.gate_rate (tool TEXT NOT NULL, at BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON {s}.gate_rate (tool, at);
+CREATE TABLE IF NOT EXISTS {s}.gate_audit (seq BIGINT PRIMARY KEY, digest TEXT NOT NULL, body BYTEA NOT NULL);
+";
+
+const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
+                             created_at, expires_at, state, detail";
+const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
+                          error, attempts, started_at, finished_at";
+
+fn pg(e: impl std::fmt::Display) -> Error {
+    Error::store(format!("postgres: {e}"))
+}
+
+/// A gate store in a PostgreSQL schema.
+#[derive(Debug)]
+pub struct PostgresStore {
+    pool: Pool,
+    s: String,
+}
+
+fn quote_schema(schema: &str) -> Result<String> {
+    let ok = !schema.is_empty()
+        && schema.len() <= 63
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !schema.as_bytes().first().is_some_and(u8::is_ascii_digit);
+    if ok {
+        Ok(format!("\"{schema}\""))
+    } else {
+        Err(Error::Config(format!(
+            "postgres schema {schema:?} must be 1-63 of [a-z0-9_], not starting with a digit"
+        )))
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` and creates the `gate_*` tables in `schema` when missing.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the database cannot be reached; `CONFIG_INVALID` for a bad
+    /// URL or schema name.
+    pub async fn connect(url: &str, schema: &str) -> Result<Self> {
+        let s = quote_schema(schema)?;
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| Error::Config(format!("postgres url: {e}")))?;
+        let timeout = std::time::Duration::from_secs(5);
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(timeout);
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
+            .build()
+            .map_err(pg)?;
+        let mut client = pool.get().await.map_err(pg)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
+            .await
+            .map_err(pg)?;
+        tx.batch_execute(&SCHEMA.replace("{s}", &s))
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)?;
+        drop(client);
+        Ok(PostgresStore { pool, s })
+    }
+}
+
+fn draft_row(r: &tokio_postgres::Row) -> Result<Draft> {
+    let text = |i: usize| r.try_get::<_, String>(i).map_err(pg);
+    let int = |i: usize| r.try_get::<_, i64>(i).map_err(pg);
+    Ok(Draft {
+        id: DraftId::parse(&text(0)?).map_err(|_| Error::store("stored draft id is malformed"))?,
+        action: text(1)?,
+        risk: text(2)?,
+        seq: u32::try_from(int(3)?).map_err(pg)?,
+        revision: revision_from_row(&text(4)?)?,
+        canonical: r.try_get(5).map_err(pg)?,
+        hidden: hidden_from_row(&text(6)?)?,
+        principal: principal_from_row(&text(7)?)?,
+        created_at: int(8)?,
+        expires_at: int(9)?,
+        state: state_from_row(&text(10)?, &text(11)?)?,
+    })
+}
+
+fn op_row(r: &tokio_postgres::Row) -> Result<Operation> {
+    let text = |i: usize| r.try_get::<_, String>(i).map_err(pg);
+    let int = |i: usize| r.try_get::<_, i64>(i).map_err(pg);
+    Ok(Operation {
+        id: text(0)?,
+        fingerprint: Digest::from_hex(&text(1)?)
+            .map_err(|_| Error::store("stored fingerprint is malformed"))?,
+        draft_id: DraftId::parse(&text(2)?)
+            .map_err(|_| Error::store("stored draft id is malformed"))?,
+        revision: revision_from_row(&text(3)?)?,
+        status: OpStatus::parse(&text(4)?)?,
+        owner: text(5)?,
+        lease_until: int(6)?,
+        result: r.try_get(7).map_err(pg)?,
+        error: r.try_get(8).map_err(pg)?,
+        attempts: u32::try_from(int(9)?).map_err(pg)?,
+        started_at: int(10)?,
+        finished_at: r.try_get(11).map_err(pg)?,
+    })
+}
+
+impl PostgresStore {
+    async fn get_draft(
+        &self,
+        c: &impl deadpool_postgres::GenericClient,
+        id: &DraftId,
+    ) -> Result<Option<Draft>> {
+        let sql = format!(
+            "SELECT {DRAFT_COLUMNS} FROM {}.gate_drafts WHERE id = $1",
+            self.s
+        );
+        c.query_opt(&sql, &[&id.as_str()])
+            .await
+            .map_err(pg)?
+            .map(|r| draft_row(&r))
+            .transpose()
+    }
+
+    async fn get_op(
+        &self,
+        c: &impl deadpool_postgres::GenericClient,
+        id: &str,
+    ) -> Result<Option<Operation>> {
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM {}.gate_operations WHERE id = $1",
+            self.s
+        );
+        c.query_opt(&sql, &[&id])
+            .await
+            .map_err(pg)?
+            .map(|r| op_row(&r))
+            .transpose()
+    }
+}
+
+#[async_trait]
+impl GateStore for PostgresStore {
+    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
+        let s = &self.s;
+        let mut client = self.pool.get().await.map_err(pg)?;
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
+            .await
+            .map_err(pg)?;
+        let draft = match &keys.draft {
+            Some(id) => self.get_draft(&tx, id).await?,
+            None => None,
+        };
+        let window = match (&draft, keys.rate) {
+            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+            _ => None,
+        };
+        let rate = match &window {
+            Some((tool, since)) => {
+                let row = tx
+                    .query_one(
+                        &format!("SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"),
+                        &[tool, since],
+                    )
+                    .await
+                    .map_err(pg)?;
+                RateWindow {
+                    count: u64::try_from(row.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
+                    oldest: row.try_get(1).map_err(pg)?,
+                }
+            }
+            None => RateWindow::default(),
+        };
+        let operation = match &keys.operation {
+            Some(id) => self.get_op(&tx, id).await?,
+            None => None,
+        };
+        let commit: Commit = step(Snapshot {
+            draft,
+            operation,
+            rate,
+        });
+        if let Some(d) = commit.draft {
+            let (state, detail) = state_to_row(&d.state);
+            let sql = format!(
+                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                 ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
+                 canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
+                 state=EXCLUDED.state, detail=EXCLUDED.detail"
+            );
+            tx.execute(
+                &sql,
+                &[
+                    &d.id.as_str(),
+                    &d.action,
+                    &d.risk,
+                    &i64::from(d.seq),
+                    &d.revision.to_hex(),
+                    &d.canonical,
+                    &hidden_to_row(&d.hidden),
+                    &principal_to_row(&d.principal),
+                    &d.created_at,
+                    &d.expires_at,
+                    &state,
+                    &detail,
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        if let Some(r) = commit.revision {
+            tx.execute(
+                &format!(
+                    "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at)
+                     VALUES ($1, $2, $3, $4, $5)"
+                ),
+                &[
+                    &r.draft_id.as_str(),
+                    &i64::from(r.seq),
+                    &r.revision.to_hex(),
+                    &r.canonical,
+                    &r.created_at,
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        if let Some(op) = commit.operation {
+            let sql = format!(
+                "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                 ON CONFLICT (id) DO UPDATE SET status=EXCLUDED.status, owner=EXCLUDED.owner,
+                 lease_until=EXCLUDED.lease_until, result=EXCLUDED.result, error=EXCLUDED.error,
+                 attempts=EXCLUDED.attempts, finished_at=EXCLUDED.finished_at"
+            );
+            tx.execute(
+                &sql,
+                &[
+                    &op.id,
+                    &op.fingerprint.to_hex(),
+                    &op.draft_id.as_str(),
+                    &op.revision.to_hex(),
+                    &op.status.as_str(),
+                    &op.owner,
+                    &op.lease_until,
+                    &op.result,
+                    &op.error,
+                    &i64::from(op.attempts),
+                    &op.started_at,
+                    &op.finished_at,
+                ],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        if let Some((tool, at)) = commit.rate_event {
+            if let Some((_, since)) = &window {
+                tx.execute(
+                    &format!("DELETE FROM {s}.gate_rate WHERE tool = $1 AND at <= $2"),
+                    &[&tool, since],
+                )
+                .await
+                .map_err(pg)?;
+            }
+            tx.execute(
+                &format!("INSERT INTO {s}.gate_rate (tool, at) VALUES ($1, $2)"),
+                &[&tool, &at],
+            )
+            .await
+            .map_err(pg)?;
+        }
+        let mut sealed = Vec::with_capacity(commit.audit.len());
+        if !commit.audit.is_empty() {
+            let head = tx
+                .query_opt(
+                    &format!("SELECT seq, digest FROM {s}.gate_audit ORDER BY seq DESC LIMIT 1"),
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+            let mut prev = match head {
+                Some(r) => Some((
+                    u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
+                    Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
+                        .map_err(|_| Error::store("stored audit digest is malformed"))?,
+                )),
+                None => None,
+            };
+            for event in commit.audit {
+                let record = seal(prev, event);
+                tx.execute(
+                    &format!("INSERT INTO {s}.gate_audit (seq, digest, body) VALUES ($1, $2, $3)"),
+                    &[
+                        &i64::try_from(record.seq).map_err(pg)?,
+                        &record.digest.to_hex(),
+                        &record.body,
+                    ],
+                )
+                .await
+                .map_err(pg)?;
+                prev = Some((record.seq, record.digest));
+                sealed.push(record);
+            }
+        }
+        tx.commit().await.map_err(pg)?;
+        Ok(sealed)
+    }
+
+    async fn draft(&self, id: &DraftId) -> Result<Option<Draft>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        self.get_draft(&client, id).await
+    }
+
+    async fn drafts(&self) -> Result<Vec<Draft>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT {DRAFT_COLUMNS} FROM {}.gate_drafts ORDER BY created_at, ord",
+            self.s
+        );
+        client
+            .query(&sql, &[])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(draft_row)
+            .collect()
+    }
+
+    async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT seq, revision, canonical, created_at FROM {}.gate_revisions
+             WHERE draft_id = $1 ORDER BY seq",
+            self.s
+        );
+        client
+            .query(&sql, &[&id.as_str()])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                Ok(RevisionRecord {
+                    draft_id: id.clone(),
+                    seq: u32::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
+                    revision: revision_from_row(&r.try_get::<_, String>(1).map_err(pg)?)?,
+                    canonical: r.try_get(2).map_err(pg)?,
+                    created_at: r.try_get(3).map_err(pg)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn operation(&self, id: &str) -> Result<Option<Operation>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        self.get_op(&client, id).await
+    }
+
+    async fn audit(&self) -> Result<Vec<AuditRecord>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT seq, digest, body FROM {}.gate_audit ORDER BY seq",
+            self.s
+        );
+        client
+            .query(&sql, &[])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                Ok(AuditRecord {
+                    seq: u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
+                    digest: Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
+                        .unwrap_or(Digest::from_bytes([0; 32])),
+                    body: r.try_get(2).map_err(pg)?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,107 @@
+//! Flat row encoding of drafts, shared by the SQL backends so both store the same text.
+
+use countersign_canon::{Principal, Revision};
+use serde_json::{Value as Json, json};
+
+use crate::error::{Error, Result};
+use crate::policy::Channel;
+use crate::state::{
+    Approval, Approved, Executed, Executing, Expired, FailedRetryable, FailedTerminal,
+    OutcomeUnknown, Proposed, Rejected, State,
+};
+
+fn corrupt(what: &str) -> Error {
+    Error::store(format!("stored {what} is malformed"))
+}
+
+/// The state's name and its details as JSON text.
+pub(crate) fn state_to_row(state: &State) -> (&'static str, String) {
+    let detail = match state {
+        State::Approved(a) => json!({
+            "revision": a.approval.revision.to_hex(),
+            "approver": a.approval.approver,
+            "channel": a.approval.channel.as_str(),
+            "approved_at": a.approval.approved_at,
+            "expires_at": a.approval.expires_at,
+        }),
+        State::Rejected(r) => json!({ "by": r.by, "reason": r.reason }),
+        other => match other.operation_id() {
+            Some(op) => json!({ "operation_id": op }),
+            None => json!({}),
+        },
+    };
+    (state.name(), detail.to_string())
+}
+
+pub(crate) fn state_from_row(name: &str, detail: &str) -> Result<State> {
+    let d: Json = serde_json::from_str(detail).map_err(|_| corrupt("state"))?;
+    let text = |k: &str| d.get(k).and_then(Json::as_str).map(str::to_owned);
+    let int = |k: &str| d.get(k).and_then(Json::as_i64);
+    let op = || text("operation_id").ok_or_else(|| corrupt("state"));
+    Ok(match name {
+        "proposed" => State::Proposed(Proposed),
+        "approved" => {
+            let revision: Revision = text("revision")
+                .and_then(|r| r.parse().ok())
+                .ok_or_else(|| corrupt("approval"))?;
+            State::Approved(Approved {
+                approval: Approval {
+                    revision,
+                    approver: text("approver").ok_or_else(|| corrupt("approval"))?,
+                    channel: text("channel")
+                        .and_then(|c| Channel::parse(&c))
+                        .ok_or_else(|| corrupt("approval"))?,
+                    approved_at: int("approved_at").ok_or_else(|| corrupt("approval"))?,
+                    expires_at: int("expires_at").ok_or_else(|| corrupt("approval"))?,
+                },
+            })
+        }
+        "executing" => State::Executing(Executing {
+            operation_id: op()?,
+        }),
+        "executed" => State::Executed(Executed {
+            operation_id: op()?,
+        }),
+        "failed_retryable" => State::FailedRetryable(FailedRetryable {
+            operation_id: op()?,
+        }),
+        "failed_terminal" => State::FailedTerminal(FailedTerminal {
+            operation_id: op()?,
+        }),
+        "outcome_unknown" => State::OutcomeUnknown(OutcomeUnknown {
+            operation_id: op()?,
+        }),
+        "rejected" => State::Rejected(Rejected {
+            by: text("by").unwrap_or_default(),
+            reason: text("reason"),
+        }),
+        "expired" => State::Expired(Expired),
+        _ => return Err(corrupt("state name")),
+    })
+}
+
+pub(crate) fn principal_to_row(p: &Principal) -> String {
+    json!({ "tenant": p.tenant, "subject": p.subject, "session": p.session }).to_string()
+}
+
+pub(crate) fn principal_from_row(text: &str) -> Result<Principal> {
+    let d: Json = serde_json::from_str(text).map_err(|_| corrupt("principal"))?;
+    let part = |k: &str| d.get(k).and_then(Json::as_str).map(str::to_owned);
+    Ok(Principal {
+        tenant: part("tenant"),
+        subject: part("subject"),
+        session: part("session"),
+    })
+}
+
+pub(crate) fn hidden_to_row(hidden: &[String]) -> String {
+    Json::from(hidden.to_vec()).to_string()
+}
+
+pub(crate) fn hidden_from_row(text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).map_err(|_| corrupt("hidden fields"))
+}
+
+pub(crate) fn revision_from_row(text: &str) -> Result<Revision> {
+    text.parse().map_err(|_| corrupt("revision"))
+}

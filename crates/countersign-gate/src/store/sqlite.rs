@@ -1,0 +1,441 @@
+//! The SQLite store: one file, by default the same file as the replay ledger (tables `gate_*`).
+//!
+//! Every transaction is `BEGIN IMMEDIATE`, which takes SQLite's write lock before reading, so two
+//! processes (the MCP server and `countersign approve`) serialize on the file just as two tasks
+//! serialize on the connection's mutex. WAL lets readers proceed meanwhile. Statements run on the
+//! calling task: each transaction is a few microseconds of local I/O, cheaper than a thread hop.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use countersign_canon::Digest;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::rows::{
+    hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
+    state_from_row, state_to_row,
+};
+use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use crate::audit::{AuditRecord, seal};
+use crate::error::{Error, Result};
+use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS gate_drafts (
+    id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq INTEGER NOT NULL,
+    revision TEXT NOT NULL, canonical BLOB NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
+    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state TEXT NOT NULL,
+    detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gate_revisions (
+    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq));
+CREATE TABLE IF NOT EXISTS gate_operations (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
+    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER);
+CREATE TABLE IF NOT EXISTS gate_rate (tool TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON gate_rate (tool, at);
+CREATE TABLE IF NOT EXISTS gate_audit (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL);
+";
+
+const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
+                             created_at, expires_at, state, detail";
+const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
+                          error, attempts, started_at, finished_at";
+
+/// How hard SQLite syncs each commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: in WAL mode, a commit survives a process crash; a power loss may
+    /// lose the newest commits but never corrupts the file.
+    Normal,
+    /// `synchronous=FULL`: every commit is on disk before it returns.
+    Full,
+}
+
+/// A gate store in one SQLite file.
+#[derive(Debug)]
+pub struct SqliteStore {
+    conn: Mutex<Connection>,
+}
+
+fn db(e: rusqlite::Error) -> Error {
+    Error::store(format!("sqlite: {e}"))
+}
+
+impl SqliteStore {
+    /// Opens (creating 0600 if needed) the database at `path` with `synchronous=NORMAL`.
+    ///
+    /// # Errors
+    /// [`Error::StoreUnavailable`] when the file cannot be opened or migrated.
+    pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, Durability::Normal)
+    }
+
+    /// Opens the database at `path` with the given sync level.
+    ///
+    /// # Errors
+    /// [`Error::StoreUnavailable`] when the file cannot be opened or migrated.
+    pub fn open_with(path: &Path, sync: Durability) -> Result<Self> {
+        create_private(path)?;
+        let conn = Connection::open(path).map_err(db)?;
+        conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(db)?;
+        let level = match sync {
+            Durability::Normal => "NORMAL",
+            Durability::Full => "FULL",
+        };
+        conn.pragma_update(None, "synchronous", level).map_err(db)?;
+        conn.execute_batch(SCHEMA).map_err(db)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>> {
+        self.conn
+            .lock()
+            .map_err(|_| Error::store("sqlite connection lock poisoned"))
+    }
+}
+
+fn create_private(path: &Path) -> Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(path)
+        .map(drop)
+        .map_err(|e| Error::store(format!("cannot create {}: {e}", path.display())))
+}
+
+/// Bytes of a BLOB or TEXT column: an edited row may hold either, and must still be read so
+/// verification can report it rather than fail to look.
+fn bytes(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Vec<u8>> {
+    use rusqlite::types::ValueRef;
+    Ok(match row.get_ref(idx)? {
+        ValueRef::Blob(b) | ValueRef::Text(b) => b.to_vec(),
+        _ => Vec::new(),
+    })
+}
+
+fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Draft>> {
+    let id: String = row.get(0)?;
+    let action: String = row.get(1)?;
+    let risk: String = row.get(2)?;
+    let seq: u32 = row.get(3)?;
+    let revision: String = row.get(4)?;
+    let canonical = bytes(row, 5)?;
+    let hidden: String = row.get(6)?;
+    let principal: String = row.get(7)?;
+    let created_at: i64 = row.get(8)?;
+    let expires_at: i64 = row.get(9)?;
+    let state: String = row.get(10)?;
+    let detail: String = row.get(11)?;
+    Ok((|| {
+        Ok(Draft {
+            id: DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))?,
+            action,
+            risk,
+            seq,
+            revision: revision_from_row(&revision)?,
+            canonical,
+            hidden: hidden_from_row(&hidden)?,
+            principal: principal_from_row(&principal)?,
+            created_at,
+            expires_at,
+            state: state_from_row(&state, &detail)?,
+        })
+    })())
+}
+
+fn read_op(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Operation>> {
+    let id: String = row.get(0)?;
+    let fingerprint: String = row.get(1)?;
+    let draft_id: String = row.get(2)?;
+    let revision: String = row.get(3)?;
+    let status: String = row.get(4)?;
+    let owner: String = row.get(5)?;
+    let lease_until: i64 = row.get(6)?;
+    let result: Option<String> = row.get(7)?;
+    let error: Option<String> = row.get(8)?;
+    let attempts: u32 = row.get(9)?;
+    let started_at: i64 = row.get(10)?;
+    let finished_at: Option<i64> = row.get(11)?;
+    Ok((|| {
+        Ok(Operation {
+            id,
+            fingerprint: Digest::from_hex(&fingerprint)
+                .map_err(|_| Error::store("stored fingerprint is malformed"))?,
+            draft_id: DraftId::parse(&draft_id)
+                .map_err(|_| Error::store("stored draft id is malformed"))?,
+            revision: revision_from_row(&revision)?,
+            status: OpStatus::parse(&status)?,
+            owner,
+            lease_until,
+            result,
+            error,
+            attempts,
+            started_at,
+            finished_at,
+        })
+    })())
+}
+
+fn get_draft(conn: &Connection, id: &DraftId) -> Result<Option<Draft>> {
+    let sql = format!("SELECT {DRAFT_COLUMNS} FROM gate_drafts WHERE id = ?1");
+    conn.prepare_cached(&sql)
+        .map_err(db)?
+        .query_row([id.as_str()], read_draft)
+        .optional()
+        .map_err(db)?
+        .transpose()
+}
+
+fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
+    let sql = format!("SELECT {OP_COLUMNS} FROM gate_operations WHERE id = ?1");
+    conn.prepare_cached(&sql)
+        .map_err(db)?
+        .query_row([id], read_op)
+        .optional()
+        .map_err(db)?
+        .transpose()
+}
+
+fn write(
+    conn: &Connection,
+    window: Option<&(String, i64)>,
+    commit: Commit,
+) -> Result<Vec<AuditRecord>> {
+    if let Some(d) = commit.draft {
+        let (state, detail) = state_to_row(&d.state);
+        let sql = format!(
+            "INSERT INTO gate_drafts ({DRAFT_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)
+             ON CONFLICT(id) DO UPDATE SET seq=excluded.seq, revision=excluded.revision,
+             canonical=excluded.canonical, hidden=excluded.hidden, expires_at=excluded.expires_at,
+             state=excluded.state, detail=excluded.detail"
+        );
+        conn.prepare_cached(&sql)
+            .map_err(db)?
+            .execute(params![
+                d.id.as_str(),
+                d.action,
+                d.risk,
+                d.seq,
+                d.revision.to_hex(),
+                d.canonical,
+                hidden_to_row(&d.hidden),
+                principal_to_row(&d.principal),
+                d.created_at,
+                d.expires_at,
+                state,
+                detail
+            ])
+            .map_err(db)?;
+    }
+    if let Some(r) = commit.revision {
+        conn.prepare_cached(
+            "INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(db)?
+        .execute(params![
+            r.draft_id.as_str(),
+            r.seq,
+            r.revision.to_hex(),
+            r.canonical,
+            r.created_at
+        ])
+        .map_err(db)?;
+    }
+    if let Some(op) = commit.operation {
+        let sql = format!(
+            "INSERT OR REPLACE INTO gate_operations ({OP_COLUMNS})
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+        );
+        conn.prepare_cached(&sql)
+            .map_err(db)?
+            .execute(params![
+                op.id,
+                op.fingerprint.to_hex(),
+                op.draft_id.as_str(),
+                op.revision.to_hex(),
+                op.status.as_str(),
+                op.owner,
+                op.lease_until,
+                op.result,
+                op.error,
+                op.attempts,
+                op.started_at,
+                op.finished_at
+            ])
+            .map_err(db)?;
+    }
+    if let Some((tool, at)) = commit.rate_event {
+        if let Some((_, since)) = window {
+            // Runs older than the window never count again.
+            conn.prepare_cached("DELETE FROM gate_rate WHERE tool = ?1 AND at <= ?2")
+                .map_err(db)?
+                .execute(params![tool, since])
+                .map_err(db)?;
+        }
+        conn.prepare_cached("INSERT INTO gate_rate (tool, at) VALUES (?1, ?2)")
+            .map_err(db)?
+            .execute(params![tool, at])
+            .map_err(db)?;
+    }
+    let mut sealed = Vec::with_capacity(commit.audit.len());
+    if !commit.audit.is_empty() {
+        let head: Option<(i64, String)> = conn
+            .prepare_cached("SELECT seq, digest FROM gate_audit ORDER BY seq DESC LIMIT 1")
+            .map_err(db)?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .map_err(db)?;
+        let mut prev = match head {
+            Some((seq, d)) => Some((
+                u64::try_from(seq).map_err(|_| Error::store("stored audit seq is negative"))?,
+                Digest::from_hex(&d)
+                    .map_err(|_| Error::store("stored audit digest is malformed"))?,
+            )),
+            None => None,
+        };
+        for event in commit.audit {
+            let record = seal(prev, event);
+            conn.prepare_cached("INSERT INTO gate_audit (seq, digest, body) VALUES (?1, ?2, ?3)")
+                .map_err(db)?
+                .execute(params![
+                    i64::try_from(record.seq).map_err(|_| Error::store("audit chain too long"))?,
+                    record.digest.to_hex(),
+                    record.body
+                ])
+                .map_err(db)?;
+            prev = Some((record.seq, record.digest));
+            sealed.push(record);
+        }
+    }
+    Ok(sealed)
+}
+
+#[async_trait]
+impl GateStore for SqliteStore {
+    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
+        let mut conn = self.lock()?;
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db)?;
+        let draft = match &keys.draft {
+            Some(id) => get_draft(&tx, id)?,
+            None => None,
+        };
+        let window = match (&draft, keys.rate) {
+            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+            _ => None,
+        };
+        let rate = match &window {
+            Some((tool, since)) => tx
+                .prepare_cached(
+                    "SELECT COUNT(*), MIN(at) FROM gate_rate WHERE tool = ?1 AND at > ?2",
+                )
+                .map_err(db)?
+                .query_row(params![tool, since], |r| {
+                    Ok(RateWindow {
+                        count: u64::try_from(r.get::<_, i64>(0)?).unwrap_or(0),
+                        oldest: r.get(1)?,
+                    })
+                })
+                .map_err(db)?,
+            None => RateWindow::default(),
+        };
+        let snapshot = Snapshot {
+            draft,
+            operation: match &keys.operation {
+                Some(id) => get_op(&tx, id)?,
+                None => None,
+            },
+            rate,
+        };
+        let commit = step(snapshot);
+        let sealed = write(&tx, window.as_ref(), commit)?;
+        tx.commit().map_err(db)?;
+        Ok(sealed)
+    }
+
+    async fn draft(&self, id: &DraftId) -> Result<Option<Draft>> {
+        let conn = self.lock()?;
+        get_draft(&conn, id)
+    }
+
+    async fn drafts(&self) -> Result<Vec<Draft>> {
+        let conn = self.lock()?;
+        let sql = format!("SELECT {DRAFT_COLUMNS} FROM gate_drafts ORDER BY created_at, rowid");
+        let mut stmt = conn.prepare_cached(&sql).map_err(db)?;
+        let rows = stmt.query_map([], read_draft).map_err(db)?;
+        rows.map(|r| r.map_err(db)?).collect()
+    }
+
+    async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>> {
+        let conn = self.lock()?;
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT seq, revision, canonical, created_at FROM gate_revisions
+                 WHERE draft_id = ?1 ORDER BY seq",
+            )
+            .map_err(db)?;
+        let rows = stmt
+            .query_map([id.as_str()], |r| {
+                Ok((
+                    r.get::<_, u32>(0)?,
+                    r.get::<_, String>(1)?,
+                    bytes(r, 2)?,
+                    r.get(3)?,
+                ))
+            })
+            .map_err(db)?;
+        rows.map(|r| {
+            let (seq, revision, canonical, created_at) = r.map_err(db)?;
+            Ok(RevisionRecord {
+                draft_id: id.clone(),
+                seq,
+                revision: revision_from_row(&revision)?,
+                canonical,
+                created_at,
+            })
+        })
+        .collect()
+    }
+
+    async fn operation(&self, id: &str) -> Result<Option<Operation>> {
+        let conn = self.lock()?;
+        get_op(&conn, id)
+    }
+
+    async fn audit(&self) -> Result<Vec<AuditRecord>> {
+        let conn = self.lock()?;
+        let mut stmt = conn
+            .prepare_cached("SELECT seq, digest, body FROM gate_audit ORDER BY seq")
+            .map_err(db)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, bytes(r, 2)?))
+            })
+            .map_err(db)?;
+        rows.map(|r| {
+            let (seq, digest, body) = r.map_err(db)?;
+            Ok(AuditRecord {
+                seq: u64::try_from(seq).unwrap_or(0),
+                // A garbled digest is evidence of tampering, not a read failure: verify reports it.
+                digest: Digest::from_hex(&digest).unwrap_or(Digest::from_bytes([0; 32])),
+                body,
+            })
+        })
+        .collect()
+    }
+}

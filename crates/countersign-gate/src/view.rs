@@ -1,0 +1,93 @@
+//! Reading drafts the way a person and a verifier must: full revisions only, manifests recomputed
+//! from the stored bytes, and the privacy scan over a parsed value.
+
+use countersign_canon::{Digest, Limits, Manifest, Profile, Revision, Value};
+
+use crate::error::{Error, Result};
+use crate::model::Draft;
+use crate::privacy;
+
+/// Parses a full revision; anything else is an invalid argument, never a prefix match.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` with rule `REVISION_FORMAT`.
+pub fn parse_revision(s: &str) -> Result<Revision> {
+    s.parse().map_err(|_| Error::InvalidArgument {
+        rule: "REVISION_FORMAT",
+        message: "a revision is exactly 64 lowercase hex characters".into(),
+    })
+}
+
+/// The first credential found in any string (member names included), with its pointer.
+pub fn scan_value(v: &Value) -> Option<(privacy::SecretKind, String)> {
+    fn walk(v: &Value, pointer: &mut String) -> Option<(privacy::SecretKind, String)> {
+        let at = pointer.len();
+        match v {
+            Value::String(s) => privacy::scan_str(s).map(|k| (k, pointer.clone())),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
+                pointer.push('/');
+                pointer.push_str(&i.to_string());
+                let found = walk(item, pointer);
+                pointer.truncate(at);
+                found
+            }),
+            Value::Object(o) => o.iter().find_map(|(name, item)| {
+                privacy::push_token(pointer, name);
+                let found = privacy::scan_str(name)
+                    .map(|k| (k, pointer.clone()))
+                    .or_else(|| walk(item, pointer));
+                pointer.truncate(at);
+                found
+            }),
+            _ => None,
+        }
+    }
+    walk(v, &mut String::new())
+}
+
+/// The tool digest recorded in a draft's envelope.
+pub(crate) fn tool_digest(draft: &Draft) -> Result<Digest> {
+    let v = countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &Limits::DEFAULT)
+        .map_err(|_| Error::Tampered)?;
+    v.pointer("/tool")
+        .and_then(Value::as_str)
+        .and_then(|s| Digest::from_hex(s).ok())
+        .ok_or(Error::Tampered)
+}
+
+/// The stored envelope of a draft, parsed.
+///
+/// # Errors
+/// `STORE_TAMPERED` when the bytes do not hash to the revision or do not parse.
+pub fn envelope_value(draft: &Draft) -> Result<Value> {
+    if !draft.is_intact() {
+        return Err(Error::Tampered);
+    }
+    countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &Limits::DEFAULT)
+        .map_err(|_| Error::Tampered)
+}
+
+/// The manifest of a canonical envelope, hidden fields (pointers into `args`) marked.
+///
+/// # Errors
+/// `STORE_TAMPERED` when the bytes do not parse.
+pub fn manifest_of(canonical: &[u8], hidden: &[String]) -> Result<Manifest> {
+    let v = countersign_canon::parse(canonical, Profile::CountersignV1, &Limits::DEFAULT)
+        .map_err(|_| Error::Tampered)?;
+    let is_hidden = |p: &str| {
+        p.strip_prefix("/args")
+            .is_some_and(|rest| hidden.iter().any(|h| h == rest))
+    };
+    Ok(countersign_canon::manifest(&v, &is_hidden))
+}
+
+/// The manifest of a draft's current revision, recomputed from the stored bytes.
+///
+/// # Errors
+/// `STORE_TAMPERED` when the stored bytes do not hash to the stored revision.
+pub fn manifest(draft: &Draft) -> Result<Manifest> {
+    if !draft.is_intact() {
+        return Err(Error::Tampered);
+    }
+    manifest_of(&draft.canonical, &draft.hidden)
+}

@@ -1,0 +1,101 @@
+//! A store that cannot be reached refuses, and nothing runs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use countersign_gate::audit::AuditRecord;
+use countersign_gate::store::conformance::{CountingAction, ManualClock, approved, gate};
+use countersign_gate::store::{GateStore, Step, TxKeys};
+use countersign_gate::{Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord};
+
+/// A memory store whose connection can be cut.
+#[derive(Debug, Default)]
+struct Flaky {
+    inner: MemoryStore,
+    down: AtomicBool,
+}
+
+impl Flaky {
+    fn check(&self) -> Result<(), Error> {
+        if self.down.load(Ordering::SeqCst) {
+            Err(Error::StoreUnavailable("connection refused".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl GateStore for Flaky {
+    async fn transact(
+        &self,
+        keys: &TxKeys<'_>,
+        step: &mut Step<'_>,
+    ) -> Result<Vec<AuditRecord>, Error> {
+        self.check()?;
+        self.inner.transact(keys, step).await
+    }
+    async fn draft(&self, id: &DraftId) -> Result<Option<Draft>, Error> {
+        self.check()?;
+        self.inner.draft(id).await
+    }
+    async fn drafts(&self) -> Result<Vec<Draft>, Error> {
+        self.check()?;
+        self.inner.drafts().await
+    }
+    async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>, Error> {
+        self.check()?;
+        self.inner.revisions(id).await
+    }
+    async fn operation(&self, id: &str) -> Result<Option<Operation>, Error> {
+        self.check()?;
+        self.inner.operation(id).await
+    }
+    async fn audit(&self) -> Result<Vec<AuditRecord>, Error> {
+        self.check()?;
+        self.inner.audit().await
+    }
+}
+
+#[tokio::test]
+async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
+    let store = Arc::new(Flaky::default());
+    let g = gate(store.clone(), ManualClock::at(1_764_000_000_000));
+    let action = CountingAction::default();
+    let d = approved(&g, "publish_post", r#"{"title":"t"}"#).await;
+    store.down.store(true, Ordering::SeqCst);
+    let e = g
+        .execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
+        .await
+        .expect_err("down");
+    assert_eq!((e.code(), e.retryable()), ("STORE_UNAVAILABLE", true));
+    assert_eq!(action.calls.load(Ordering::SeqCst), 0);
+    let e = g
+        .approve(
+            d.id.as_str(),
+            &d.revision.to_hex(),
+            "a",
+            countersign_gate::Channel::Cli,
+        )
+        .await
+        .expect_err("down");
+    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    // Back up: the approval was never consumed, so the run happens now, once.
+    store.down.store(false, Ordering::SeqCst);
+    g.execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
+        .await
+        .expect("runs once the store is back");
+    assert_eq!(action.calls.load(Ordering::SeqCst), 1);
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn an_unreachable_postgres_is_store_unavailable() {
+    let url =
+        countersign_replay::StoreUrl::parse("postgres://postgres@127.0.0.1:1/none").expect("url");
+    let e = countersign_gate::open_store(&url)
+        .await
+        .expect_err("unreachable");
+    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+}

@@ -1,0 +1,187 @@
+//! Confirm mode: a dry run mints a confirmation token; only the call carrying it runs.
+//!
+//! For tools where a person's approval of each call is too heavy but a blind call is too risky,
+//! the agent must first preview exactly what will run (`dry_run: true`), and the real call must
+//! present the token minted for those arguments (CONTRACT.md section 4). The token is bound to
+//! the tool, the risk, the arguments and the principal, and its nonce is consumed in the replay
+//! ledger, so it runs at most once and only for what was previewed.
+
+use std::sync::Arc;
+
+use countersign_canon::{Principal, Profile, Value};
+use countersign_replay::Ledger;
+use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, json};
+
+use crate::error::{Error, Result};
+
+/// The token machinery of confirm mode: keys, settings and the ledger that consumes tokens.
+#[derive(Debug, Clone)]
+pub struct Confirmer {
+    signer: Signer,
+    verifier: Verifier,
+    ledger: Ledger,
+}
+
+/// What a confirm-mode call asks for.
+#[derive(Debug)]
+pub enum ConfirmStep {
+    /// A preview: mint a token, run nothing.
+    DryRun,
+    /// The real call, with the token to check.
+    Run(String),
+    /// Neither: refused with `CONFIRMATION_REQUIRED`.
+    Missing,
+}
+
+impl Confirmer {
+    /// Confirm mode over `keyring` and `config`, consuming tokens in `ledger`.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the keyring does not suit the configuration.
+    pub fn new(keyring: Keyring, config: TokenConfig, ledger: Ledger) -> Result<Self> {
+        let keyring = Arc::new(keyring);
+        let map = |e: countersign_token::Error| Error::Config(e.to_string());
+        Ok(Confirmer {
+            signer: Signer::new(keyring.clone(), config.clone()).map_err(map)?,
+            verifier: Verifier::new(keyring, config).map_err(map)?,
+            ledger,
+        })
+    }
+
+    /// Reads which step a call asks for from its control members.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` when `dry_run` is not a boolean or the token not a string.
+    pub fn step(args: &Map<String, serde_json::Value>) -> Result<ConfirmStep> {
+        let bad = |what: &str| Error::InvalidArgument {
+            rule: "SCHEMA",
+            message: format!("{what} has the wrong type"),
+        };
+        let dry = match args.get("dry_run") {
+            None | Some(serde_json::Value::Bool(false)) => false,
+            Some(serde_json::Value::Bool(true)) => true,
+            Some(_) => return Err(bad("dry_run")),
+        };
+        match (dry, args.get("confirmation_token")) {
+            (true, _) => Ok(ConfirmStep::DryRun),
+            (false, Some(serde_json::Value::String(t))) => Ok(ConfirmStep::Run(t.clone())),
+            (false, Some(_)) => Err(bad("confirmation_token")),
+            (false, None) => Ok(ConfirmStep::Missing),
+        }
+    }
+
+    /// Mints the token for a dry run and returns the preview result.
+    ///
+    /// # Errors
+    /// `PRIVACY_BLOCKED`, `INVALID_ARGUMENT`, `CONFIG_INVALID`.
+    pub fn dry_run(
+        &self,
+        tool: &str,
+        risk: &str,
+        args: &Value,
+        principal: &Principal,
+    ) -> Result<CallToolResult> {
+        let risk = parse_risk(risk)?;
+        let binding = Binding {
+            tool,
+            risk,
+            args,
+            principal,
+        };
+        let minted = self
+            .signer
+            .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let preview = without_controls(args);
+        let manifest = countersign_canon::manifest(&preview, &|_| false);
+        let structured = json!({
+            "dry_run": true,
+            "action": tool,
+            "args": preview.to_json(),
+            "manifest": manifest.entries_json(),
+            "risk": risk.as_str(),
+            "confirmation_token": minted.token,
+            "confirmation_expires_at": minted.expires_at(),
+        });
+        let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+            "dry run of {tool}: nothing ran. To run exactly these arguments, call {tool} again with the same arguments and confirmation_token (valid until {} Unix time, once).",
+            minted.expires_at()
+        ))]);
+        result.structured_content = Some(structured);
+        Ok(result)
+    }
+
+    /// Verifies and consumes the token of a real call.
+    ///
+    /// # Errors
+    /// `CONFIRMATION_INVALID` with the token code as `reason`, `STORE_UNAVAILABLE`.
+    pub async fn redeem(
+        &self,
+        token: &str,
+        tool: &str,
+        risk: &str,
+        args: &Value,
+        principal: &Principal,
+    ) -> Result<()> {
+        let risk = parse_risk(risk)?;
+        let binding = Binding {
+            tool,
+            risk,
+            args,
+            principal,
+        };
+        match self
+            .verifier
+            .verify(token, &binding, now_secs(), &self.ledger)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(countersign_token::Error::StoreUnavailable(m)) => Err(Error::StoreUnavailable(m)),
+            Err(e) => Err(Error::ConfirmationInvalid { reason: e.code() }),
+        }
+    }
+}
+
+fn parse_risk(risk: &str) -> Result<RiskClass> {
+    risk.parse()
+        .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
+}
+
+/// The arguments less the top-level `dry_run` and `confirmation_token`: what actually runs.
+pub(crate) fn without_controls(args: &Value) -> Value {
+    match args {
+        Value::Object(o) => {
+            let mut o = o.clone();
+            o.remove("dry_run");
+            o.remove("confirmation_token");
+            Value::Object(o)
+        }
+        other => other.clone(),
+    }
+}
+
+/// Parses arguments under the canonical rules.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming the rule.
+pub(crate) fn canonical_args(
+    args: &Map<String, serde_json::Value>,
+    limits: &countersign_canon::Limits,
+) -> Result<Value> {
+    let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
+        rule: "INVALID_JSON",
+        message: e.to_string(),
+    })?;
+    countersign_canon::parse(&bytes, Profile::CountersignV1, limits).map_err(|e| {
+        Error::InvalidArgument {
+            rule: e.code().as_str(),
+            message: e.to_string(),
+        }
+    })
+}
+
+fn now_secs() -> i64 {
+    countersign_replay::now_unix_ms() / 1000
+}

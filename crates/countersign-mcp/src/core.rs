@@ -1,0 +1,287 @@
+//! The decisions of the MCP layer, independent of how tools reach it.
+//!
+//! [`Countersign`] holds the gate, the policy as the deployer wrote it and the confirm-mode
+//! token machinery, and answers the questions every front end asks: how is this tool gated,
+//! propose this call, run that approved draft, what is the status. The rmcp layer
+//! ([`crate::Gated`]) and the binary are thin around it, so the stdio proxy, the demo and a
+//! library user's server all apply exactly the same rules.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use countersign_canon::{Limits, Principal};
+use countersign_gate::{Gate, GateStore, MemoryStore, Mode, Policy, Proposal};
+
+use countersign_replay::StoreUrl;
+use rmcp::model::{CallToolResult, Tool};
+use serde_json::{Map, Value, json};
+
+use crate::confirm::Confirmer;
+use crate::error::{Error, Result, refusal};
+use crate::tooldef::{Marking, is_read_only, tool_digest};
+
+/// How one tool's calls are handled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Straight through, untouched.
+    Pass,
+    /// Each call becomes a draft a person approves.
+    Approval {
+        /// The risk class name.
+        risk: String,
+    },
+    /// A dry run mints a token the real call must carry.
+    Confirm {
+        /// The risk class name.
+        risk: String,
+    },
+    /// Refused.
+    Deny,
+}
+
+impl Plan {
+    /// How the listing marks the tool, `None` for pass-through.
+    pub fn marking(&self) -> Option<(Marking, &str)> {
+        match self {
+            Plan::Pass => None,
+            Plan::Approval { risk } => Some((Marking::Approval, risk)),
+            Plan::Confirm { risk } => Some((Marking::Confirm, risk)),
+            Plan::Deny => Some((Marking::Deny, "write")),
+        }
+    }
+}
+
+/// The gate, the policy and the confirm-mode machinery, shared by every session.
+#[derive(Debug)]
+pub struct Countersign {
+    gate: Gate,
+    /// The policy exactly as written (`None`: no file), for telling an explicit rule from the
+    /// read-only default.
+    written: Option<Policy>,
+    confirm: Option<Confirmer>,
+    limits: Limits,
+}
+
+impl Countersign {
+    /// A layer over `store` with the policy text `policy` (`None`: no file, every tool not
+    /// marked read-only needs approval) and optional confirm-mode support.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the policy does not parse.
+    pub fn new(
+        store: Arc<dyn GateStore>,
+        policy: Option<&str>,
+        confirm: Option<Confirmer>,
+    ) -> Result<Self> {
+        let written = policy.map(Policy::from_toml).transpose()?;
+        let effective = Policy::from_toml(&effective_policy(policy)?)?;
+        Ok(Countersign {
+            gate: Gate::new(store, Arc::new(effective)),
+            written,
+            confirm,
+            limits: Limits::DEFAULT,
+        })
+    }
+
+    /// A layer over the store `url` names, opened the way the `countersign` CLI opens it (same
+    /// store, same audit anchor), so `countersign approve` approves what this layer executes.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the policy does not parse, `STORE_UNAVAILABLE`.
+    pub async fn open(
+        url: &StoreUrl,
+        policy: Option<&str>,
+        confirm: Option<Confirmer>,
+    ) -> Result<Self> {
+        let written = policy.map(Policy::from_toml).transpose()?;
+        let effective = Policy::from_toml(&effective_policy(policy)?)?;
+        let gate = countersign_gate::open(url, Arc::new(effective)).await?;
+        Ok(Countersign {
+            gate,
+            written,
+            confirm,
+            limits: Limits::DEFAULT,
+        })
+    }
+
+    /// A layer on an in-memory store, for tests and examples: nothing survives the process.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the policy does not parse.
+    pub fn in_memory(policy: Option<&str>) -> Result<Self> {
+        Self::new(Arc::new(MemoryStore::new()), policy, None)
+    }
+
+    /// Replaces the gate (e.g. one with a test clock or an audit anchor).
+    #[must_use]
+    pub fn with_gate(mut self, gate: Gate) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// The gate.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// The confirm-mode machinery, when configured.
+    pub fn confirmer(&self) -> Option<&Confirmer> {
+        self.confirm.as_ref()
+    }
+
+    /// Limits applied to tool arguments.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// How `tool` is handled: its policy entry if the file names it (or has `[defaults]` with a
+    /// mode), else pass-through for a tool marked `readOnlyHint: true` and approval otherwise.
+    pub fn plan(&self, tool: &Tool) -> Plan {
+        let entry = self
+            .written
+            .as_ref()
+            .and_then(|p| p.lookup(&tool.name).ok());
+        match entry {
+            Some(p) => match p.mode {
+                Mode::Pass => Plan::Pass,
+                Mode::Approval => Plan::Approval {
+                    risk: p.risk.as_str().to_owned(),
+                },
+                Mode::Confirm => Plan::Confirm {
+                    risk: p.risk.as_str().to_owned(),
+                },
+                Mode::Deny => Plan::Deny,
+            },
+            None if is_read_only(tool) => Plan::Pass,
+            None => Plan::Approval {
+                risk: "write".to_owned(),
+            },
+        }
+    }
+
+    /// Proposes a call of `tool`: a draft is stored and the `APPROVAL_REQUIRED` result returned.
+    ///
+    /// # Errors
+    /// The gate's refusals (`POLICY_DENIED`, `INVALID_ARGUMENT`, `PRIVACY_BLOCKED`,
+    /// `STORE_UNAVAILABLE`).
+    pub async fn propose(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        principal: Principal,
+    ) -> Result<CallToolResult> {
+        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
+            rule: "INVALID_JSON",
+            message: e.to_string(),
+        })?;
+        let draft = self
+            .gate
+            .propose(Proposal {
+                action: &tool.name,
+                args: &bytes,
+                tool: tool_digest(tool)?,
+                principal,
+            })
+            .await?;
+        approval_required(
+            &draft,
+            "a person must approve this exact revision before it runs",
+        )
+    }
+}
+
+/// The `APPROVAL_REQUIRED` result for `draft`.
+pub(crate) fn approval_required(
+    draft: &countersign_gate::Draft,
+    why: &str,
+) -> Result<CallToolResult> {
+    let manifest = countersign_gate::manifest(draft)?;
+    let revision = draft.revision.to_hex();
+    let message = format!(
+        "{why}: ask a person to run `countersign approve {} {revision}`, then call countersign_execute with this draft_id, revision and a new operation_id",
+        draft.id
+    );
+    let mut rest = Map::new();
+    rest.insert("draft_id".into(), draft.id.as_str().into());
+    rest.insert("revision".into(), revision.into());
+    rest.insert("envelope".into(), envelope_text(draft).into());
+    rest.insert("manifest".into(), manifest.entries_json());
+    Ok(refusal(
+        "APPROVAL_REQUIRED",
+        &message,
+        true,
+        Map::new(),
+        rest,
+    ))
+}
+
+/// The canonical envelope text of a draft.
+pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
+    String::from_utf8_lossy(&draft.canonical).into_owned()
+}
+
+/// The policy the gate applies: the written one, with `[defaults] mode = "approval"` added when
+/// it names no default mode, so a tool the MCP layer decided to gate is never refused by the
+/// gate for want of an entry.
+fn effective_policy(written: Option<&str>) -> Result<String> {
+    let mut table: toml::Table = match written {
+        Some(text) => text
+            .parse()
+            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?,
+        None => toml::Table::new(),
+    };
+    let defaults = table
+        .entry("defaults")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    let Some(defaults) = defaults.as_table_mut() else {
+        return Err(Error::Config("[defaults] must be a table".into()));
+    };
+    defaults
+        .entry("mode")
+        .or_insert_with(|| toml::Value::String("approval".into()));
+    toml::to_string(&table).map_err(|e| Error::Config(e.to_string()))
+}
+
+/// Reads a policy file: `None` when `path` is `None` and the default file does not exist.
+///
+/// # Errors
+/// `CONFIG_INVALID` when a named file cannot be read.
+pub fn read_policy(explicit: Option<&Path>, default: &Path) -> Result<Option<String>> {
+    let path = match explicit {
+        Some(p) => p,
+        None if default.exists() => default,
+        None => return Ok(None),
+    };
+    std::fs::read_to_string(path)
+        .map(Some)
+        .map_err(|e| Error::Config(format!("cannot read policy {}: {e}", path.display())))
+}
+
+/// The success result of an execution.
+pub(crate) fn executed(exec: &countersign_gate::Execution) -> CallToolResult {
+    let content = serde_json::from_value(exec.output.content.clone()).unwrap_or_default();
+    let mut result = CallToolResult::success(content);
+    result.structured_content = Some(json!({
+        "draft_id": exec.draft_id.as_str(),
+        "revision": exec.revision.to_hex(),
+        "operation_id": exec.operation_id,
+        "replay": exec.replay,
+        "result": exec.output.structured,
+    }));
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_policy_adds_an_approval_default_only_when_missing() {
+        let p = Policy::from_toml(&effective_policy(None).expect("policy")).expect("valid");
+        assert_eq!(p.lookup("anything").expect("default").mode, Mode::Approval);
+        let written = "[defaults]\nmode = \"deny\"\n[tools.\"x\"]\nmode = \"pass\"\n";
+        let p = Policy::from_toml(&effective_policy(Some(written)).expect("policy")).expect("ok");
+        assert_eq!(p.lookup("other").expect("default").mode, Mode::Deny);
+        assert_eq!(p.lookup("x").expect("entry").mode, Mode::Pass);
+    }
+}

@@ -1,0 +1,359 @@
+//! `Gated<H>`: any rmcp `ServerHandler` with the gate in front of its tool calls.
+//!
+//! Everything but `tools/call` and `tools/list` is forwarded untouched. A call of a gated tool
+//! never reaches the wrapped handler: it becomes a draft (approval mode) or needs a token
+//! (confirm mode). Only `countersign_execute` reaches the handler for an approval-mode tool, and
+//! then with the stored canonical arguments a person approved, never the caller's copy. The stdio
+//! proxy and the demo are both a `Gated` around a plain handler.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use countersign_canon::Principal;
+use rmcp::model::*;
+use rmcp::service::{
+    MaybeSendFuture, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
+};
+use rmcp::{ErrorData as McpError, ServerHandler};
+use serde_json::{Map, Value};
+
+use crate::confirm::{ConfirmStep, Confirmer, canonical_args, without_controls};
+use crate::core::{Countersign, Plan};
+use crate::error::{Error, Result};
+use crate::forward::forward_server_handler;
+use crate::port::HandlerPort;
+use crate::tooldef::decorate;
+use crate::tools;
+
+/// A server handler with the gate in front of its tools.
+pub struct Gated<H> {
+    inner: Arc<H>,
+    core: Arc<Countersign>,
+    /// The wrapped handler's tools as last listed, by name.
+    known: Arc<RwLock<BTreeMap<String, Tool>>>,
+}
+
+impl<H> Clone for Gated<H> {
+    fn clone(&self) -> Self {
+        Gated {
+            inner: self.inner.clone(),
+            core: self.core.clone(),
+            known: self.known.clone(),
+        }
+    }
+}
+
+impl<H> std::fmt::Debug for Gated<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gated").finish_non_exhaustive()
+    }
+}
+
+impl<H: ServerHandler> Gated<H> {
+    /// Puts the gate `core` in front of `inner`.
+    pub fn new(inner: H, core: Arc<Countersign>) -> Self {
+        Self::from_arc(Arc::new(inner), core)
+    }
+
+    /// As [`Gated::new`] for a handler already shared.
+    pub fn from_arc(inner: Arc<H>, core: Arc<Countersign>) -> Self {
+        Gated {
+            inner,
+            core,
+            known: Arc::default(),
+        }
+    }
+
+    /// The wrapped handler.
+    pub fn inner(&self) -> &Arc<H> {
+        &self.inner
+    }
+
+    /// The shared gate.
+    pub fn core(&self) -> &Arc<Countersign> {
+        &self.core
+    }
+
+    /// Every tool the wrapped handler lists now (all pages), remembered for later calls.
+    async fn fetch(&self, context: &RequestContext<RoleServer>) -> Result<Vec<Tool>> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let request = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+            let page = self
+                .inner
+                .list_tools(request, context.clone())
+                .await
+                .map_err(|e| Error::Upstream {
+                    message: format!("listing tools failed: {}", e.message),
+                    retryable: true,
+                })?;
+            all.extend(page.tools);
+            match page.next_cursor {
+                Some(c) if all.len() < 100_000 => cursor = Some(c),
+                _ => break,
+            }
+        }
+        self.remember(&all);
+        Ok(all)
+    }
+
+    fn remember(&self, listed: &[Tool]) {
+        if let Ok(mut known) = self.known.write() {
+            for t in listed {
+                known.insert(t.name.to_string(), t.clone());
+            }
+        }
+    }
+
+    /// The definition of `name`: the remembered one, or (when `fresh` or unknown) listed anew.
+    async fn tool(
+        &self,
+        name: &str,
+        fresh: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Option<Tool>> {
+        if !fresh {
+            let cached = self.known.read().ok().and_then(|k| k.get(name).cloned());
+            if cached.is_some() {
+                return Ok(cached);
+            }
+        }
+        Ok(self
+            .fetch(context)
+            .await?
+            .into_iter()
+            .find(|t| t.name == name))
+    }
+
+    async fn dispatch(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let principal = principal(&context);
+        let result = match request.name.as_ref() {
+            tools::EXECUTE => self.execute(&args, &principal, context).await?,
+            tools::STATUS => crate::status::status(&self.core, &args, &principal).await?,
+            tools::LIST => crate::status::list(&self.core, &args, &principal).await?,
+            tools::REVISE => crate::status::revise(&self.core, &args, &principal).await?,
+            name => {
+                let Some(tool) = self.tool(name, false, &context).await? else {
+                    return Err(unknown_tool(name));
+                };
+                match self.core.plan(&tool) {
+                    Plan::Pass => return self.pass(request, context).await,
+                    Plan::Deny => {
+                        return Err(countersign_gate::Error::PolicyDenied {
+                            tool: name.to_owned(),
+                            why: "the policy denies this tool",
+                        }
+                        .into());
+                    }
+                    Plan::Approval { .. } => {
+                        // Bind the draft to the definition offered now, not a remembered one.
+                        let Some(tool) = self.tool(name, true, &context).await? else {
+                            return Err(unknown_tool(name));
+                        };
+                        crate::schema::check(&tool.input_schema, &args)?;
+                        self.core.propose(&tool, &args, principal).await?
+                    }
+                    Plan::Confirm { risk } => {
+                        return self.confirm(request, &risk, &principal, context).await;
+                    }
+                }
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn pass(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
+        self.inner
+            .call_tool(request, context)
+            .await
+            .map_err(|e| {
+                // Retryable only when the request certainly never reached the upstream.
+                let retryable = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("countersign"))
+                    .and_then(Value::as_str)
+                    == Some(crate::port::NOT_SENT);
+                Error::Upstream {
+                    message: e.message.to_string(),
+                    retryable,
+                }
+            })
+    }
+
+    async fn confirm(
+        &self,
+        mut request: CallToolRequestParams,
+        risk: &str,
+        principal: &Principal,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
+        let confirmer = self.core.confirmer().ok_or_else(|| {
+            Error::Config(
+                "confirm mode needs token keys (COUNTERSIGN_KEYS or COUNTERSIGN_TOKEN_SECRET)"
+                    .into(),
+            )
+        })?;
+        let args = request.arguments.clone().unwrap_or_default();
+        let step = Confirmer::step(&args)?;
+        let value = canonical_args(&args, self.core.limits())?;
+        let bare = without_controls(&value);
+        if let Some((kind, pointer)) = countersign_gate::scan_value(&bare) {
+            return Err(countersign_gate::Error::PrivacyBlocked { kind, pointer }.into());
+        }
+        let name = request.name.to_string();
+        match step {
+            ConfirmStep::DryRun => Ok(confirmer.dry_run(&name, risk, &value, principal)?.into()),
+            ConfirmStep::Missing => Err(Error::ConfirmationRequired),
+            ConfirmStep::Run(token) => {
+                confirmer
+                    .redeem(&token, &name, risk, &value, principal)
+                    .await?;
+                request.arguments = match bare.to_json() {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                };
+                self.pass(request, context).await
+            }
+        }
+    }
+
+    async fn execute(
+        &self,
+        args: &Map<String, Value>,
+        principal: &Principal,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult> {
+        tools::only(args, &["draft_id", "revision", "operation_id"])?;
+        let draft_id = tools::text(args, "draft_id")?;
+        let revision = tools::text(args, "revision")?;
+        let operation_id = tools::text(args, "operation_id")?;
+        let gate = self.core.gate();
+        let draft = gate.draft(draft_id).await?;
+        if draft.principal != *principal {
+            return Err(countersign_gate::Error::NotFound.into());
+        }
+        if draft.state.is_open() {
+            // A definition that changed since the proposal voids the draft: what a person
+            // approved was a call of the old tool.
+            let recorded = crate::status::recorded_tool(&draft)?;
+            let current = self.tool(&draft.action, true, &context).await?;
+            let same = match &current {
+                Some(t) => crate::tooldef::tool_digest(t)? == recorded,
+                None => false,
+            };
+            if !same {
+                return Err(Error::StaleTool);
+            }
+        }
+        let port = HandlerPort::new(self.inner.clone(), context);
+        let execution = gate
+            .execute(draft_id, revision, operation_id, &port)
+            .await?;
+        Ok(crate::core::executed(&execution))
+    }
+}
+
+fn unknown_tool(name: &str) -> Error {
+    countersign_gate::Error::PolicyDenied {
+        tool: name.to_owned(),
+        why: "the server does not offer this tool",
+    }
+    .into()
+}
+
+/// The caller's principal: whatever the transport put in the request's extensions (streamable
+/// HTTP with client authentication), else nobody in particular.
+pub fn principal(context: &RequestContext<RoleServer>) -> Principal {
+    context
+        .extensions
+        .get::<Principal>()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn with_tools(mut info: InitializeResult) -> InitializeResult {
+    if info.capabilities.tools.is_none() {
+        info.capabilities.tools = Some(ToolsCapability::default());
+    }
+    info
+}
+
+impl<H: ServerHandler> ServerHandler for Gated<H> {
+    forward_server_handler!();
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.inner
+            .initialize(request, context)
+            .await
+            .map(with_tools)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        with_tools(self.inner.get_info())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.clone();
+        match self.dispatch(request, context).await {
+            Ok(response) => Ok(response),
+            Err(e) => {
+                tracing::info!(tool = %name, code = e.code(), "tool call refused");
+                Ok(e.to_result().into())
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let mut page = self.inner.list_tools(request, context).await?;
+        self.remember(&page.tools);
+        page.tools = page
+            .tools
+            .iter()
+            .filter(|t| !tools::is_own(&t.name))
+            .map(|t| match self.core.plan(t).marking() {
+                Some((marking, risk)) => decorate(t, marking, risk),
+                None => t.clone(),
+            })
+            .collect();
+        if first_page {
+            page.tools.extend(tools::definitions());
+        }
+        Ok(page)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        if tools::is_own(name) {
+            return tools::definitions().into_iter().find(|t| t.name == name);
+        }
+        let known = self.known.read().ok()?.get(name).cloned()?;
+        Some(match self.core.plan(&known).marking() {
+            Some((marking, risk)) => decorate(&known, marking, risk),
+            None => known,
+        })
+    }
+}

@@ -1,0 +1,217 @@
+//! The raw-bytes guard: every incoming JSON-RPC message passes the strict parser first.
+//!
+//! rmcp reads tool arguments with serde_json, which keeps the last of two equal member names:
+//! `{"text":"shown","text":"run"}` would show a person one value and run the other. So the
+//! bytes are judged before rmcp ever sees them, by the same parser that makes the canonical
+//! bytes. A tool call whose arguments break a canonical rule becomes an `INVALID_ARGUMENT` tool
+//! result naming the rule and the byte; a line that is not JSON becomes a JSON-RPC parse error;
+//! either way the connection stays usable. [`inspect`] is pure so any transport (stdio here,
+//! streamable HTTP later) can apply the same judgement.
+
+use countersign_canon::{Limits, Profile};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+
+use crate::error::refusal;
+
+/// Slack allowed to the JSON-RPC wrapping around the arguments: the arguments themselves are
+/// held to the exact limits, the whole message gets this much more room.
+const ENVELOPE_SIZE: usize = 64 * 1024;
+const ENVELOPE_DEPTH: usize = 8;
+
+/// What to do with one incoming line.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Hand the line to the MCP service.
+    Accept,
+    /// Answer with these bytes (one JSON-RPC response, no newline) and do not hand it on.
+    Reply(Vec<u8>),
+    /// Drop it silently (blank lines, broken notifications nobody waits for).
+    Ignore,
+}
+
+#[derive(Deserialize)]
+struct Probe<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default, borrow)]
+    params: Option<ProbeParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ProbeParams<'a> {
+    #[serde(default, borrow)]
+    arguments: Option<&'a RawValue>,
+}
+
+/// Judges one line of input (without its newline) under `limits`, the limits of tool arguments.
+pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Ignore;
+    }
+    let envelope_limits = Limits {
+        max_depth: limits.max_depth.saturating_add(ENVELOPE_DEPTH),
+        max_size: limits.max_size.saturating_add(ENVELOPE_SIZE),
+    };
+    let whole = countersign_canon::parse(line, Profile::Jcs, &envelope_limits);
+    let probe = serde_json::from_slice::<Probe<'_>>(line);
+    let Ok(probe) = probe else {
+        return match whole {
+            // Valid JSON that is not a JSON-RPC object at all: let the service answer it
+            // (-32600) the way it answers every other misshapen request.
+            Ok(_) => Verdict::Accept,
+            Err(e) => Verdict::Reply(parse_error(&Value::Null, &e.to_string())),
+        };
+    };
+    let id = probe.id.clone().unwrap_or(Value::Null);
+    if probe.method.as_deref() == Some("tools/call")
+        && probe.id.is_some()
+        && let Some(args) = probe.params.as_ref().and_then(|p| p.arguments)
+    {
+        let start = offset_in(line, args.get().as_bytes());
+        if let Err(e) =
+            countersign_canon::parse(args.get().as_bytes(), Profile::CountersignV1, limits)
+        {
+            let at = start.saturating_add(e.offset());
+            let message = format!("{} at byte {at}: {}", e.code(), e.message());
+            let mut extra = Map::new();
+            extra.insert("rule".into(), e.code().as_str().into());
+            extra.insert("offset".into(), at.into());
+            let result = refusal("INVALID_ARGUMENT", &message, false, extra, Map::new());
+            return Verdict::Reply(response(&id, &result));
+        }
+    }
+    match whole {
+        Ok(_) => Verdict::Accept,
+        Err(e) if probe.id.is_none() && probe.method.is_some() => {
+            tracing::warn!(error = %e, "dropped a notification that breaks the canonical rules");
+            Verdict::Ignore
+        }
+        Err(e) => Verdict::Reply(parse_error(&id, &format!("{} {e}", e.code()))),
+    }
+}
+
+/// Where `part` (a slice of `whole`) starts inside `whole`.
+fn offset_in(whole: &[u8], part: &[u8]) -> usize {
+    (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize)
+}
+
+fn parse_error(id: &Value, message: &str) -> Vec<u8> {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32700, "message": format!("parse error: {message}")},
+    });
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+fn response(id: &Value, result: &rmcp::model::CallToolResult) -> Vec<u8> {
+    let result = serde_json::to_value(result).unwrap_or(Value::Null);
+    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(line: &str) -> Value {
+        match inspect(line.as_bytes(), &Limits::default()) {
+            Verdict::Reply(bytes) => serde_json::from_slice(&bytes).expect("json reply"),
+            other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn duplicate_key_in_arguments_is_a_tool_error_naming_the_byte() {
+        let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"say","arguments":{"text":"shown","text":"run"}}}"#;
+        let v = reply(line);
+        assert_eq!(v["id"], 7);
+        assert_eq!(v["result"]["isError"], true);
+        let error = &v["result"]["structuredContent"]["error"];
+        assert_eq!(error["code"], "INVALID_ARGUMENT");
+        assert_eq!(error["rule"], "DUPLICATE_KEY");
+        let at = line.rfind(r#""text":"run""#).expect("second key");
+        assert_eq!(error["offset"], at);
+        assert!(
+            error["message"]
+                .as_str()
+                .expect("message")
+                .starts_with(&format!("DUPLICATE_KEY at byte {at}")),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn each_canonical_rule_is_named() {
+        for (args, rule) in [
+            (r#"{"a":"\ud800"}"#, "LONE_SURROGATE"),
+            (r#"{"a":9007199254740993}"#, "NUMBER_OUT_OF_RANGE"),
+            (r#"{"a":1e400}"#, "NUMBER_OUT_OF_RANGE"),
+            (&format!("{}{}", "[".repeat(70), "]".repeat(70)), "TOO_DEEP"),
+            ("{\"e\\u0301\":1,\"\u{e9}\":2}", "DUPLICATE_KEY"),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+            );
+            let v = reply(&line);
+            assert_eq!(v["id"], "x");
+            assert_eq!(
+                v["result"]["structuredContent"]["error"]["rule"], rule,
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn arguments_are_held_to_the_exact_limits() {
+        let limits = Limits {
+            max_depth: 64,
+            max_size: 100,
+        };
+        let big = "x".repeat(200);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{{"a":"{big}"}}}}}}"#
+        );
+        let Verdict::Reply(bytes) = inspect(line.as_bytes(), &limits) else {
+            panic!("expected a refusal");
+        };
+        let v: Value = serde_json::from_slice(&bytes).expect("json");
+        assert_eq!(
+            v["result"]["structuredContent"]["error"]["rule"],
+            "TOO_LARGE"
+        );
+    }
+
+    #[test]
+    fn garbage_is_a_parse_error_and_good_lines_pass() {
+        let v = reply("this is not json");
+        assert_eq!(v["error"]["code"], -32700);
+        assert_eq!(v["id"], Value::Null);
+        let v = reply(r#"{"jsonrpc":"2.0","id":3,"method":"tools/list","method":"x"}"#);
+        assert_eq!(v["error"]["code"], -32700);
+        let v = reply(r#"{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"a":1,"a":2}}"#);
+        assert_eq!(v["error"]["code"], -32700);
+        assert_eq!(v["id"], 4);
+        assert!(matches!(
+            inspect(
+                br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}}}"#,
+                &Limits::default()
+            ),
+            Verdict::Accept
+        ));
+        assert!(matches!(
+            inspect(b"  \r", &Limits::default()),
+            Verdict::Ignore
+        ));
+        assert!(matches!(
+            inspect(b"[1,2]", &Limits::default()),
+            Verdict::Accept
+        ));
+    }
+}

@@ -1,0 +1,105 @@
+//! Start-up: from command-line options to a gate, and serving a handler over guarded stdio.
+//!
+//! Options are resolved once, before the first message is read, so a bad store URL, policy or
+//! key file stops the server with a clear error instead of failing the first call (fail closed).
+
+use std::path::PathBuf;
+
+use countersign_canon::Limits;
+use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
+use countersign_token::TokenConfig;
+use rmcp::{ServerHandler, ServiceExt};
+
+use crate::confirm::Confirmer;
+use crate::core::{Countersign, read_policy};
+use crate::error::{Error, Result};
+use crate::transport::GuardedTransport;
+
+/// Where the gate keeps its state and which policy and keys it uses.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--store URL` (else `COUNTERSIGN_STORE`, else the default SQLite file).
+    pub store: Option<String>,
+    /// `--config FILE` (else `$HOME_FOLDER/countersign.toml` when it exists).
+    pub config: Option<PathBuf>,
+    /// `--keys FILE` (else `COUNTERSIGN_KEYS`, `COUNTERSIGN_TOKEN_SECRET`, or an ephemeral key).
+    pub keys: Option<PathBuf>,
+}
+
+impl Options {
+    /// Opens the store and the replay ledger, reads the policy and the keys.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` or `STORE_UNAVAILABLE`; nothing is served then.
+    pub async fn build(&self) -> Result<Countersign> {
+        self.build_with_default_policy(None).await
+    }
+
+    /// As [`Options::build`], applying `fallback` as the policy text when no policy file is
+    /// given or found.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` or `STORE_UNAVAILABLE`; nothing is served then.
+    pub async fn build_with_default_policy(&self, fallback: Option<&str>) -> Result<Countersign> {
+        let config = |e: &dyn std::fmt::Display| Error::Config(e.to_string());
+        let url = StoreUrl::from_option(self.store.as_deref()).map_err(|e| config(&e))?;
+        let default_policy = default_policy_path()?;
+        let policy = read_policy(self.config.as_deref(), &default_policy)?;
+        let ledger = open_ledger(&url, &OpenOptions::default())
+            .await
+            .map_err(|e| Error::StoreUnavailable(e.to_string()))?;
+        let keys = self.keys.clone();
+        let settings = TokenConfig::from_vars(
+            |name| match (name, &keys) {
+                ("COUNTERSIGN_KEYS", Some(path)) => Some(path.display().to_string()),
+                _ => std::env::var(name).ok(),
+            },
+            false,
+        )
+        .map_err(|e| config(&e))?;
+        for note in &settings.notes {
+            tracing::warn!("{note}");
+        }
+        let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
+        let policy = policy.as_deref().or(fallback);
+        Countersign::open(&url, policy, Some(confirmer)).await
+    }
+}
+
+/// `$HOME_FOLDER/countersign.toml`, the policy file read when `--config` is not given.
+///
+/// # Errors
+/// `CONFIG_INVALID` when the home folder cannot be made.
+pub fn default_policy_path() -> Result<PathBuf> {
+    Ok(countersign_replay::home_dir()
+        .map_err(|e| Error::Config(e.to_string()))?
+        .join("countersign.toml"))
+}
+
+/// Serves `handler` over this process's stdin/stdout with the raw-bytes guard, until the client
+/// disconnects.
+///
+/// # Errors
+/// `TRANSPORT_ERROR` when the handshake or the connection fails.
+pub async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<()> {
+    serve_stdio_with(handler, Limits::DEFAULT).await
+}
+
+/// As [`serve_stdio`] with explicit limits for tool arguments.
+///
+/// # Errors
+/// `TRANSPORT_ERROR` when the handshake or the connection fails.
+pub async fn serve_stdio_with<H: ServerHandler>(handler: H, limits: Limits) -> Result<()> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = GuardedTransport::new(read, write, limits);
+    let running = handler
+        .serve(transport)
+        .await
+        .map_err(|e| Error::Transport(e.to_string()))?;
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| Error::Transport(e.to_string()))?;
+    tracing::info!(?reason, "connection closed");
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! `countersign_status`, `countersign_list` and `countersign_revise`.
+//!
+//! They let an agent follow a draft without guessing: where it stands, what a person approved,
+//! what ran and what came of it. A draft made for another principal is reported as missing
+//! rather than refused, so its existence is not disclosed either.
+
+use countersign_canon::{Digest, Principal, Value as CanonValue};
+use countersign_gate::{Draft, State};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+use crate::core::{Countersign, envelope_text};
+use crate::error::{Error, Result};
+use crate::tools;
+
+/// The `tool` digest recorded in the draft's envelope.
+///
+/// # Errors
+/// `STORE_TAMPERED` when the stored envelope is damaged.
+pub(crate) fn recorded_tool(draft: &Draft) -> Result<Digest> {
+    let envelope = countersign_gate::envelope_value(draft)?;
+    envelope
+        .pointer("/tool")
+        .and_then(CanonValue::as_str)
+        .and_then(|s| Digest::from_hex(s).ok())
+        .ok_or_else(|| countersign_gate::Error::Tampered.into())
+}
+
+async fn own_draft(core: &Countersign, id: &str, principal: &Principal) -> Result<Draft> {
+    let draft = core.gate().draft(id).await?;
+    if draft.principal != *principal {
+        return Err(countersign_gate::Error::NotFound.into());
+    }
+    Ok(draft)
+}
+
+fn ok(summary: String, structured: Value) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![ContentBlock::text(format!(
+        "{summary}\n{}",
+        serde_json::to_string(&structured).unwrap_or_default()
+    ))]);
+    result.structured_content = Some(structured);
+    result
+}
+
+/// `countersign_status`.
+///
+/// # Errors
+/// `INVALID_ARGUMENT`, `NOT_FOUND`, `STORE_TAMPERED`, `STORE_UNAVAILABLE`.
+pub(crate) async fn status(
+    core: &Countersign,
+    args: &Map<String, Value>,
+    principal: &Principal,
+) -> Result<CallToolResult> {
+    tools::only(args, &["draft_id"])?;
+    let draft = own_draft(core, tools::text(args, "draft_id")?, principal).await?;
+    let manifest = countersign_gate::manifest(&draft)?;
+    let approval = draft.state.approval().map(|a| {
+        json!({
+            "revision": a.revision.to_hex(),
+            "approver": a.approver,
+            "channel": a.channel.as_str(),
+            "approved_at": a.approved_at,
+            "expires_at": a.expires_at,
+        })
+    });
+    let outcome = match draft.state.operation_id() {
+        Some(op) => match core.gate().store().operation(op).await? {
+            Some(o) => json!({
+                "operation_id": o.id,
+                "status": o.status.as_str(),
+                "result": o.result.as_deref()
+                    .and_then(|r| serde_json::from_str::<Value>(r).ok())
+                    .and_then(|r| r.get("structured").cloned())
+                    .unwrap_or(Value::Null),
+                "error": o.error,
+            }),
+            None => Value::Null,
+        },
+        None => Value::Null,
+    };
+    let rejection = match &draft.state {
+        State::Rejected(r) => json!({"by": r.by, "reason": r.reason}),
+        _ => Value::Null,
+    };
+    let structured = json!({
+        "draft_id": draft.id.as_str(),
+        "action": draft.action,
+        "state": draft.state.name(),
+        "revision": draft.revision.to_hex(),
+        "envelope": envelope_text(&draft),
+        "manifest": manifest.entries_json(),
+        "approval": approval.unwrap_or(Value::Null),
+        "rejection": rejection,
+        "outcome": outcome,
+        "created_at": draft.created_at,
+        "expires_at": draft.expires_at,
+    });
+    Ok(ok(
+        format!("draft {} is {}", draft.id, draft.state.name()),
+        structured,
+    ))
+}
+
+/// `countersign_list`.
+///
+/// # Errors
+/// `INVALID_ARGUMENT`, `STORE_UNAVAILABLE`.
+pub(crate) async fn list(
+    core: &Countersign,
+    args: &Map<String, Value>,
+    principal: &Principal,
+) -> Result<CallToolResult> {
+    tools::only(args, &[])?;
+    let drafts: Vec<Value> = core
+        .gate()
+        .store()
+        .drafts()
+        .await?
+        .into_iter()
+        .filter(|d| d.principal == *principal)
+        .map(|d| {
+            json!({
+                "draft_id": d.id.as_str(),
+                "action": d.action,
+                "state": d.state.name(),
+                "revision": d.revision.to_hex(),
+                "created_at": d.created_at,
+            })
+        })
+        .collect();
+    let summary = format!("{} draft(s)", drafts.len());
+    Ok(ok(summary, json!({ "drafts": drafts })))
+}
+
+/// `countersign_revise`.
+///
+/// # Errors
+/// `INVALID_ARGUMENT`, `NOT_FOUND`, `STALE_REVISION`, `DRAFT_NOT_EDITABLE`,
+/// `APPROVAL_REJECTED`, `PRIVACY_BLOCKED`, `STORE_UNAVAILABLE`.
+pub(crate) async fn revise(
+    core: &Countersign,
+    args: &Map<String, Value>,
+    principal: &Principal,
+) -> Result<CallToolResult> {
+    tools::only(args, &["draft_id", "expected_revision", "args"])?;
+    let id = tools::text(args, "draft_id")?;
+    let expected = tools::text(args, "expected_revision")?;
+    let Some(Value::Object(new_args)) = args.get("args") else {
+        return Err(Error::InvalidArgument {
+            rule: "SCHEMA",
+            message: "`args` is required and must be an object".into(),
+        });
+    };
+    own_draft(core, id, principal).await?;
+    let bytes = serde_json::to_vec(new_args).map_err(|e| Error::InvalidArgument {
+        rule: "INVALID_JSON",
+        message: e.to_string(),
+    })?;
+    let draft = core.gate().revise(id, expected, &bytes).await?;
+    let manifest = countersign_gate::manifest(&draft)?;
+    let structured = json!({
+        "draft_id": draft.id.as_str(),
+        "state": draft.state.name(),
+        "revision": draft.revision.to_hex(),
+        "envelope": envelope_text(&draft),
+        "manifest": manifest.entries_json(),
+    });
+    Ok(ok(
+        format!(
+            "draft {} revised; any earlier approval is void: ask a person to run `countersign approve {} {}`",
+            draft.id, draft.id, draft.revision
+        ),
+        structured,
+    ))
+}

@@ -1,0 +1,415 @@
+//! The SQLite ledger: the embedded default, one file shared safely by several processes.
+//!
+//! One `INSERT … ON CONFLICT … DO UPDATE … WHERE expired` per consumption, in a `BEGIN IMMEDIATE`
+//! transaction so the rollback anchor is written under the same lock. WAL with
+//! `synchronous=NORMAL`: a commit is durable against a process crash but the last commits may be
+//! lost on power failure — the anchor turns that loss into a detected rollback instead of a silent
+//! replay window. rusqlite is blocking, so every call runs on tokio's blocking pool with its own
+//! pooled connection; the busy timeout bounds how long a caller waits for another writer.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::anchor::{self, Anchor};
+use crate::{
+    Consumption, Digest, Error, Integrity, LedgerId, MAX_TOKEN_TTL, OpenOptions, ReplayLedger,
+    now_unix_ms, retain_until,
+};
+
+/// Forward-only migrations; a database newer than this list is refused, never downgraded.
+const MIGRATIONS: &[(i64, &str)] = &[(
+    1,
+    "CREATE TABLE replay_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+     CREATE TABLE replay_nonces (
+         nonce BLOB PRIMARY KEY,
+         binding BLOB NOT NULL,
+         expires_at INTEGER NOT NULL
+     ) WITHOUT ROWID;",
+)];
+
+const UPSERT: &str = "INSERT INTO replay_nonces (nonce, binding, expires_at) VALUES (?1, ?2, ?3)
+     ON CONFLICT (nonce) DO UPDATE SET binding = excluded.binding, expires_at = excluded.expires_at
+     WHERE replay_nonces.expires_at <= ?4";
+
+/// Connections kept for reuse; more concurrent callers open (and then drop) extra ones.
+const POOL_KEEP: usize = 16;
+const NO_FENCE: i64 = i64::MIN;
+
+fn db_err(err: rusqlite::Error) -> Error {
+    Error::unavailable("sqlite", err)
+}
+
+/// A ledger in one SQLite file.
+pub(crate) struct SqliteLedger {
+    id: LedgerId,
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    pool: Mutex<Vec<Connection>>,
+    busy_timeout: Duration,
+    grace: Duration,
+    anchor: Anchor,
+    /// Tokens expiring at or before this are refused (a detected rollback); `NO_FENCE` if none.
+    fence_until: AtomicI64,
+}
+
+impl SqliteLedger {
+    pub(crate) async fn open(path: &Path, opts: &OpenOptions) -> Result<SqliteLedger, Error> {
+        let path = path.to_path_buf();
+        let opts = opts.clone();
+        tokio::task::spawn_blocking(move || open_blocking(path, &opts))
+            .await
+            .map_err(|e| Error::unavailable("sqlite open task", e))?
+    }
+
+    async fn run<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner, &mut Connection) -> Result<T, Error> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            let mut conn = inner.take()?;
+            let out = f(&inner, &mut conn);
+            inner.give_back(conn);
+            out
+        })
+        .await
+        .map_err(|e| Error::unavailable("sqlite task", e))?
+    }
+}
+
+fn open_blocking(path: PathBuf, opts: &OpenOptions) -> Result<SqliteLedger, Error> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::store_url::create_private_dir(parent)?;
+    }
+    if !path.exists() {
+        crate::store_url::create_private_file(&path)?;
+    }
+    let mut conn = connect(&path, opts.busy_timeout)?;
+    let id = migrate(&mut conn)?;
+    let anchor_dir = match &opts.anchor_dir {
+        Some(dir) => dir.clone(),
+        None => crate::home_dir()?,
+    };
+    let anchor = Anchor::open(&anchor_dir, &id)?;
+    let inner = Inner {
+        path,
+        pool: Mutex::new(Vec::new()),
+        busy_timeout: opts.busy_timeout,
+        grace: opts.reuse_grace,
+        anchor,
+        fence_until: AtomicI64::new(NO_FENCE),
+    };
+    let fence = inner.detect_rollback(&mut conn)?;
+    inner.fence_until.store(fence.until, Ordering::SeqCst);
+    inner.give_back(conn);
+    Ok(SqliteLedger {
+        id,
+        inner: Arc::new(inner),
+    })
+}
+
+fn connect(path: &Path, busy: Duration) -> Result<Connection, Error> {
+    let conn = Connection::open(path).map_err(db_err)?;
+    conn.busy_timeout(busy).map_err(db_err)?;
+    // Switching to WAL needs a moment of exclusive access; several processes may open at once.
+    let deadline = std::time::Instant::now() + busy;
+    loop {
+        match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => break,
+            Ok(mode) => {
+                return Err(Error::Unavailable(format!(
+                    "sqlite refused WAL (mode {mode})"
+                )));
+            }
+            Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(db_err(e)),
+        }
+    }
+    conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")
+        .map_err(db_err)?;
+    Ok(conn)
+}
+
+fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Creates or upgrades the schema and returns the ledger id (made here, once, at creation).
+fn migrate(conn: &mut Connection) -> Result<LedgerId, Error> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db_err)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS replay_schema_version (
+             version INTEGER PRIMARY KEY, applied_at_ms INTEGER NOT NULL)",
+    )
+    .map_err(db_err)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM replay_schema_version",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db_err)?;
+    let newest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
+    if current > newest {
+        return Err(Error::Unavailable(format!(
+            "ledger schema v{current} is newer than this build (v{newest})"
+        )));
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql).map_err(db_err)?;
+        tx.execute(
+            "INSERT INTO replay_schema_version (version, applied_at_ms) VALUES (?1, ?2)",
+            params![version, now_unix_ms()],
+        )
+        .map_err(db_err)?;
+    }
+    tx.execute(
+        "INSERT OR IGNORE INTO replay_meta (key, value) VALUES ('ledger_id', ?1)",
+        params![LedgerId::random().as_str()],
+    )
+    .map_err(db_err)?;
+    let id: String = tx
+        .query_row(
+            "SELECT value FROM replay_meta WHERE key = 'ledger_id'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db_err)?;
+    tx.commit().map_err(db_err)?;
+    LedgerId::parse(&id)
+        .ok_or_else(|| Error::Unavailable("ledger id in the database is malformed".into()))
+}
+
+struct Fence {
+    until: i64,
+    detected_at: i64,
+    note: String,
+}
+
+fn meta_i64(conn: &Connection, key: &str) -> Result<Option<i64>, Error> {
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM replay_meta WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(db_err)?;
+    v.map(|s| {
+        s.parse()
+            .map_err(|_| Error::Unavailable(format!("ledger meta `{key}` is malformed")))
+    })
+    .transpose()
+}
+
+fn set_meta(conn: &Connection, key: &str, value: i64) -> Result<(), Error> {
+    conn.execute(
+        "INSERT INTO replay_meta (key, value) VALUES (?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        params![key, value.to_string()],
+    )
+    .map(drop)
+    .map_err(db_err)
+}
+
+impl Inner {
+    fn take(&self) -> Result<Connection, Error> {
+        let pooled = self
+            .pool
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        match pooled {
+            Some(conn) => Ok(conn),
+            None => connect(&self.path, self.busy_timeout),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut pool = self
+            .pool
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if pool.len() < POOL_KEEP {
+            pool.push(conn);
+        }
+    }
+
+    /// Compares the database with its anchor and records a fence when it is behind.
+    fn detect_rollback(&self, conn: &mut Connection) -> Result<Fence, Error> {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        let now = now_unix_ms();
+        let found = match self.anchor.read()? {
+            anchor::Read::Empty => None,
+            anchor::Read::Damaged => Some((
+                true,
+                now.saturating_add(i64::try_from(MAX_TOKEN_TTL.as_millis()).unwrap_or(i64::MAX)),
+                "the rollback anchor is damaged; every token that may still be live is fenced",
+            )),
+            anchor::Read::Record(rec) => {
+                let stored: Option<i64> = tx
+                    .query_row(
+                        "SELECT expires_at FROM replay_nonces WHERE nonce = ?1",
+                        [&rec.nonce],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(db_err)?;
+                let gc_horizon = meta_i64(&tx, "gc_horizon_ms")?.unwrap_or(i64::MIN);
+                let present = stored.is_some_and(|until| until >= rec.retain_until);
+                let collected = rec.retain_until <= gc_horizon;
+                (!present && !collected).then_some((
+                    false,
+                    rec.max_expiry,
+                    "the ledger is missing its newest anchored consumption (restored from an older copy, or lost writes)",
+                ))
+            }
+        };
+        let old_until = meta_i64(&tx, "fence_until_ms")?.unwrap_or(NO_FENCE);
+        let old_at = meta_i64(&tx, "fence_detected_at_ms")?.unwrap_or(now);
+        let mut fence = Fence {
+            until: old_until,
+            detected_at: old_at,
+            note: String::new(),
+        };
+        let damaged = found.as_ref().is_some_and(|(damaged, _, _)| *damaged);
+        if let Some((_, until, note)) = found {
+            fence.note = note.into();
+            if until > old_until {
+                set_meta(&tx, "fence_until_ms", until)?;
+                set_meta(&tx, "fence_detected_at_ms", now)?;
+                fence.until = until;
+                fence.detected_at = now;
+            }
+        }
+        tx.commit().map_err(db_err)?;
+        if damaged {
+            // The fence is recorded; start the anchor afresh so the next open does not move it.
+            self.anchor.clear()?;
+        }
+        Ok(fence)
+    }
+
+    fn consume(
+        &self,
+        conn: &mut Connection,
+        nonce: &[u8],
+        binding: &[u8; 32],
+        expiry: i64,
+    ) -> Result<Consumption, Error> {
+        if expiry <= self.fence_until.load(Ordering::Relaxed) {
+            return Ok(Consumption::Replayed);
+        }
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        let now = now_unix_ms();
+        let until = retain_until(expiry, now, self.grace);
+        let changed = tx
+            .prepare_cached(UPSERT)
+            .and_then(|mut stmt| stmt.execute(params![nonce, &binding[..], until, now]))
+            .map_err(db_err)?;
+        if changed == 1 {
+            self.anchor.record(nonce, until, expiry)?;
+        }
+        tx.commit().map_err(db_err)?;
+        Ok(if changed == 1 {
+            Consumption::Accepted
+        } else {
+            Consumption::Replayed
+        })
+    }
+}
+
+#[async_trait]
+impl ReplayLedger for SqliteLedger {
+    fn id(&self) -> &LedgerId {
+        &self.id
+    }
+
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn consume(
+        &self,
+        nonce: &[u8],
+        binding: &Digest,
+        expires_at_unix_ms: i64,
+    ) -> Result<Consumption, Error> {
+        let nonce = nonce.to_vec();
+        let binding = *binding.as_bytes();
+        self.run(move |inner, conn| inner.consume(conn, &nonce, &binding, expires_at_unix_ms))
+            .await
+    }
+
+    async fn gc(&self, now_unix_ms: i64) -> Result<u64, Error> {
+        // Never trust a caller's clock to be behind ours: a future `now` would free live nonces.
+        let now = now_unix_ms.min(crate::now_unix_ms());
+        self.run(move |_, conn| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let removed = tx
+                .execute("DELETE FROM replay_nonces WHERE expires_at <= ?1", [now])
+                .map_err(db_err)?;
+            let horizon = meta_i64(&tx, "gc_horizon_ms")?.unwrap_or(i64::MIN).max(now);
+            set_meta(&tx, "gc_horizon_ms", horizon)?;
+            tx.commit().map_err(db_err)?;
+            Ok(removed as u64)
+        })
+        .await
+    }
+
+    async fn check(&self) -> Result<Integrity, Error> {
+        self.run(|inner, conn| {
+            let verdict: String = conn
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .map_err(db_err)?;
+            if verdict != "ok" {
+                return Err(Error::Unavailable(format!("sqlite integrity check failed: {verdict}")));
+            }
+            let fence = inner.detect_rollback(conn)?;
+            inner.fence_until.fetch_max(fence.until, Ordering::SeqCst);
+            let now = now_unix_ms();
+            let anchor = inner.anchor.path().display();
+            if fence.until > now {
+                let note = if fence.note.is_empty() {
+                    "a rollback was detected earlier and its fence is still in force".to_owned()
+                } else {
+                    fence.note
+                };
+                return Ok(Integrity::RollbackDetected {
+                    fence_until_unix_ms: fence.until,
+                    detected_at_unix_ms: fence.detected_at,
+                    note,
+                });
+            }
+            let mut note = format!("sqlite quick_check ok; the ledger is not behind its anchor {anchor}");
+            if fence.until != NO_FENCE {
+                note.push_str(&format!(
+                    "; an earlier rollback (detected at {} ms) was fenced until {} ms, which has passed",
+                    fence.detected_at, fence.until
+                ));
+            }
+            Ok(Integrity::Consistent { note })
+        })
+        .await
+    }
+}
