@@ -80,6 +80,11 @@ fn propose(c: &mut Criterion) {
             canonicalize(black_box(&args), Profile::CountersignV1, &Limits::DEFAULT).expect("ok")
         });
     });
+    let parsed =
+        countersign_canon::parse(&args, Profile::CountersignV1, &Limits::DEFAULT).expect("ok");
+    group.bench_function("privacy_scan_only", |b| {
+        b.iter(|| countersign_gate::scan_value(black_box(&parsed)));
+    });
     let memory = Gate::new(Arc::new(MemoryStore::new()), policy());
     group.bench_function("memory", |b| {
         b.iter(|| {

@@ -74,7 +74,11 @@ fn role() -> Option<(String, Vec<String>)> {
 }
 
 fn serve_role(role: &str, rest: &[String]) {
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    // The same runtime the `countersign-mcp` binary uses.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         let exe = std::env::current_exe().expect("exe").display().to_string();
         match role {

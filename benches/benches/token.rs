@@ -56,8 +56,8 @@ fn bench(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     group.bench_function("baseline_hmac_sha256_256B", |b| {
         b.iter(|| {
-            let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(black_box(&key))
-                .expect("any key size");
+            let mut mac =
+                hmac::Hmac::<sha2::Sha256>::new_from_slice(black_box(&key)).expect("any key size");
             mac.update(black_box(&bytes));
             black_box(mac.finalize().into_bytes())
         });
@@ -79,8 +79,12 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("verify_from_argument_bytes", |b| {
         b.iter(|| {
-            let args = parse(black_box(&bytes), Profile::CountersignV1, &Limits::default())
-                .expect("valid arguments");
+            let args = parse(
+                black_box(&bytes),
+                Profile::CountersignV1,
+                &Limits::default(),
+            )
+            .expect("valid arguments");
             let binding = Binding {
                 args: &args,
                 ..binding

@@ -1,6 +1,6 @@
 #![no_main]
-//! Parse → canonicalize on arbitrary bytes: never a panic, and canonical bytes are a fixed
-//! point under both profiles.
+//! Parse → canonicalize on arbitrary bytes: never a panic, the streaming and tree paths agree,
+//! and canonical bytes are a fixed point under both profiles.
 use countersign_canon::{Limits, Profile, canonicalize, parse};
 use libfuzzer_sys::fuzz_target;
 
@@ -10,11 +10,15 @@ fuzz_target!(|data: &[u8]| {
         max_size: 64 * 1024,
     };
     for profile in [Profile::CountersignV1, Profile::Jcs] {
-        let Ok(canonical) = canonicalize(data, profile, &limits) else {
+        // The streaming path and the tree path accept, refuse and write alike.
+        let streamed = canonicalize(data, profile, &limits);
+        let tree = parse(data, profile, &limits).map(|v| v.to_canonical_bytes());
+        assert_eq!(streamed, tree, "streaming and tree canonicalization differ");
+        let Ok(canonical) = streamed else {
             continue;
         };
-        let again = canonicalize(&canonical, profile, &limits)
-            .expect("canonical bytes must canonicalize");
+        let again =
+            canonicalize(&canonical, profile, &limits).expect("canonical bytes must canonicalize");
         assert_eq!(again, canonical, "canonicalization is not idempotent");
         let value = parse(&canonical, profile, &limits).expect("canonical bytes must parse");
         assert_eq!(value.to_canonical_bytes(), canonical);

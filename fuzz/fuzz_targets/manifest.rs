@@ -20,7 +20,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(shown, entry.shown);
         assert!(!flags.any() || entry.flags.any());
     }
-    assert_eq!(m.revision, Revision::of_canonical(&value.to_canonical_bytes()));
+    assert_eq!(
+        m.revision,
+        Revision::of_canonical(&value.to_canonical_bytes())
+    );
     let _ = m.to_string();
     let _ = m.to_json();
 });

@@ -35,11 +35,34 @@ pub(crate) fn nfc_owned(s: String) -> String {
 /// Whether `s` is NFC, known quickly. Call it for text that is not ASCII.
 pub(crate) fn is_nfc_fast(s: &str) -> bool {
     let safe = safe_bmp();
-    let all_safe = s.chars().all(|c| {
-        let c = u32::from(c);
-        // Below U+0300 every character is a quick-check "yes" starter (checked by a test).
-        c < 0x300 || (c <= 0xFFFF && safe[(c >> 6) as usize] >> (c & 63) & 1 == 1)
-    });
+    let is_safe = |c: u32| safe[(c >> 6) as usize] >> (c & 63) & 1 == 1;
+    let bytes = s.as_bytes();
+    // `s` is valid UTF-8, so each lead byte is followed by its continuation bytes.
+    let at = |i: usize| u32::from(bytes.get(i).copied().unwrap_or(0) & 0x3F);
+    let mut i = 0;
+    let all_safe = loop {
+        let Some(&lead) = bytes.get(i) else {
+            break true;
+        };
+        match lead {
+            0x00..=0x7F => i += 1,
+            // U+0080..U+02FF: every one a quick-check "yes" starter (checked by a test).
+            0xC2..=0xCB => i += 2,
+            0xCC..=0xDF => {
+                if !is_safe(u32::from(lead & 0x1F) << 6 | at(i + 1)) {
+                    break false;
+                }
+                i += 2;
+            }
+            0xE0..=0xEF => {
+                if !is_safe(u32::from(lead & 0x0F) << 12 | at(i + 1) << 6 | at(i + 2)) {
+                    break false;
+                }
+                i += 3;
+            }
+            _ => break false,
+        }
+    };
     all_safe || is_nfc_quick(s.chars()) == IsNormalized::Yes
 }
 
@@ -69,6 +92,12 @@ mod tests {
         assert!(matches!(nfc("plain"), Cow::Borrowed(_)));
         assert!(matches!(nfc("d\u{e9}j\u{e0}"), Cow::Borrowed(_)));
         assert!(matches!(nfc("\u{65e5}\u{672c}\u{8a9e}"), Cow::Borrowed(_)));
+        assert!(is_nfc_fast("\u{3b1}\u{3b2} \u{436}\u{44b} \u{65e5} \u{ac00}"));
+        // Characters that are never NFC, in each UTF-8 length the fast path decodes.
+        for text in ["\u{344}", "x\u{212b}", "\u{f900}y", "\u{2f800}", "\u{340}a"] {
+            assert!(!is_nfc_fast(text), "{text:?}");
+            assert_ne!(nfc(text), text);
+        }
         // "Maybe" from the quick check falls back to the full algorithm.
         assert_eq!(nfc("\u{1100}\u{1161}"), "\u{ac00}");
         assert_eq!(nfc("\u{212b}"), "\u{c5}");

@@ -6,8 +6,9 @@
 //! number and digest) is also written to an anchor file outside the store; `verify` compares the
 //! two. Records hold ids, names, codes and digests — never argument values, hidden or not.
 
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use countersign_canon::{Digest, Domain, Limits, Object, Profile, Value, digest, parse};
@@ -177,12 +178,17 @@ pub fn verify(records: &[AuditRecord], anchor: Option<Head>) -> Result<Option<He
     Ok(head)
 }
 
-/// The anchor file: `SEQ DIGEST\n`, replaced atomically, mode 0600.
+/// The anchor file: one fixed-width line `SEQ DIGEST\n` (86 bytes), mode 0600.
+///
+/// It is rewritten in place with one positioned write of a record far smaller than a page,
+/// rather than a temporary file and a rename per commit: the anchor moves on every transaction
+/// and a rename costs more than the transaction itself.
 #[derive(Debug)]
 pub struct Anchor {
     path: PathBuf,
     /// The highest sequence number this process wrote, so older heads never overwrite newer ones.
     written: AtomicU64,
+    file: Mutex<Option<std::fs::File>>,
 }
 
 impl Anchor {
@@ -191,6 +197,7 @@ impl Anchor {
         Anchor {
             path: path.into(),
             written: AtomicU64::new(0),
+            file: Mutex::new(None),
         }
     }
 
@@ -209,17 +216,12 @@ impl Anchor {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::Config(format!("cannot read audit anchor: {e}"))),
         };
-        let bad = || Error::Config("audit anchor is malformed".into());
-        let mut parts = text.split_whitespace();
-        let seq = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-        let digest = parts
-            .next()
-            .and_then(|s| Digest::from_hex(s).ok())
-            .ok_or_else(bad)?;
-        Ok(Some(Head { seq, digest }))
+        parse_head(&text)
+            .map(Some)
+            .ok_or_else(|| Error::Config("audit anchor is malformed".into()))
     }
 
-    /// Moves the anchor forward to `head` (never backwards within this process).
+    /// Moves the anchor forward to `head` (never backwards).
     ///
     /// # Errors
     /// [`Error::StoreUnavailable`] when the file cannot be written.
@@ -227,26 +229,46 @@ impl Anchor {
         if self.written.fetch_max(head.seq, Ordering::AcqRel) >= head.seq {
             return Ok(());
         }
-        if let Some(current) = self.load().ok().flatten()
-            && current.seq > head.seq
-        {
-            return Ok(());
-        }
-        let tmp = self
-            .path
-            .with_extension(format!("tmp{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = open_private(&tmp)?;
-            writeln!(f, "{} {}", head.seq, head.digest.to_hex())?;
-            std::fs::rename(&tmp, &self.path)
+        let mut guard = self
+            .file
+            .lock()
+            .map_err(|_| Error::store("audit anchor lock poisoned"))?;
+        let write = |slot: &mut Option<std::fs::File>| -> std::io::Result<()> {
+            if slot.is_none() {
+                *slot = Some(open_private(&self.path)?);
+            }
+            let Some(f) = slot.as_mut() else {
+                return Ok(());
+            };
+            // Another process may have moved it further; never move it back.
+            let mut current = String::new();
+            f.seek(SeekFrom::Start(0))?;
+            f.read_to_string(&mut current)?;
+            if parse_head(&current).is_some_and(|c| c.seq > head.seq) {
+                return Ok(());
+            }
+            let line = format!("{:020} {}\n", head.seq, head.digest.to_hex());
+            f.seek(SeekFrom::Start(0))?;
+            f.write_all(line.as_bytes())?;
+            f.set_len(line.len() as u64)
         };
-        write().map_err(|e| Error::store(format!("cannot write audit anchor: {e}")))
+        write(&mut guard).map_err(|e| {
+            *guard = None;
+            Error::store(format!("cannot write audit anchor: {e}"))
+        })
     }
+}
+
+fn parse_head(text: &str) -> Option<Head> {
+    let mut parts = text.split_whitespace();
+    let seq = parts.next()?.parse().ok()?;
+    let digest = Digest::from_hex(parts.next()?).ok()?;
+    parts.next().is_none().then_some(Head { seq, digest })
 }
 
 fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+    options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)

@@ -9,7 +9,14 @@
 //! trusted until its lease runs out.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Mutex, OnceLock};
+
+/// Attempts running in this process. Process-wide, not per gate: two gates over one store in one
+/// process must see each other's runs as alive.
+fn live() -> &'static Mutex<HashSet<String>> {
+    static LIVE: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    LIVE.get_or_init(Mutex::default)
+}
 
 /// This process's identity as a runner.
 #[derive(Debug, Clone)]
@@ -17,7 +24,6 @@ pub(crate) struct Owner {
     boot: String,
     pid: u32,
     start: String,
-    live: Arc<Mutex<HashSet<String>>>,
 }
 
 /// What is known about a runner.
@@ -34,12 +40,11 @@ pub(crate) enum Liveness {
 #[derive(Debug)]
 pub(crate) struct Attempt {
     pub(crate) tag: String,
-    live: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Drop for Attempt {
     fn drop(&mut self) {
-        if let Ok(mut live) = self.live.lock() {
+        if let Ok(mut live) = live().lock() {
             live.remove(&self.tag);
         }
     }
@@ -75,7 +80,6 @@ impl Owner {
             boot: boot_id(),
             pid,
             start: start_time(pid).unwrap_or_else(|| "0".into()),
-            live: Arc::default(),
         }
     }
 
@@ -88,13 +92,10 @@ impl Owner {
             self.start,
             hex::encode(rand::random::<[u8; 8]>())
         );
-        if let Ok(mut live) = self.live.lock() {
+        if let Ok(mut live) = live().lock() {
             live.insert(tag.clone());
         }
-        Attempt {
-            tag,
-            live: self.live.clone(),
-        }
+        Attempt { tag }
     }
 
     pub(crate) fn liveness(&self, tag: &str) -> Liveness {
@@ -111,7 +112,7 @@ impl Owner {
             return Liveness::Unknown;
         };
         if pid == self.pid && start == self.start {
-            let alive = self.live.lock().map(|l| l.contains(tag)).unwrap_or(true);
+            let alive = live().lock().map(|l| l.contains(tag)).unwrap_or(true);
             return if alive {
                 Liveness::Alive
             } else {
@@ -137,6 +138,13 @@ mod tests {
         assert_eq!(owner.liveness(&tag), Liveness::Alive);
         drop(attempt);
         assert_eq!(owner.liveness(&tag), Liveness::Dead);
+    }
+
+    #[test]
+    fn attempts_are_shared_by_every_gate_of_the_process() {
+        let (a, b) = (Owner::current(), Owner::current());
+        let attempt = a.attempt();
+        assert_eq!(b.liveness(&attempt.tag), Liveness::Alive);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! because forgetting one would make its token usable again. Expired entries are swept a few at a
 //! time on every consumption, so no caller pays for a full sweep unless the shard is full.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::{Mutex, MutexGuard};
@@ -38,14 +39,17 @@ impl Key {
     fn bytes(&self) -> &[u8] {
         self.buf.get(..usize::from(self.len)).unwrap_or(&self.buf)
     }
+}
 
-    /// Nonces are random (they come out of MAC-checked tokens), so a cheap fold spreads them.
-    fn shard(&self) -> usize {
-        let folded = self.bytes().iter().fold(0u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        (folded >> 32) as usize % SHARDS
+/// Nonces are random (they come out of MAC-checked tokens), so a multiply of the first bytes
+/// spreads them; a skewed spread would cost speed and capacity, never correctness.
+fn shard_of(nonce: &[u8]) -> usize {
+    let mut head = [0u8; 8];
+    for (d, s) in head.iter_mut().zip(nonce) {
+        *d = *s;
     }
+    let mixed = u64::from_le_bytes(head).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32;
+    mixed as usize % SHARDS
 }
 
 impl Hash for Key {
@@ -96,15 +100,18 @@ impl<K: Copy + Eq + Hash> Table<K> {
 
     /// `Err(())` when the key is new and the table may not grow.
     fn consume(&mut self, key: K, now: i64, until: i64, room: bool) -> Result<Consumption, ()> {
-        if let Some(existing) = self.live.get_mut(&key) {
-            if *existing > now {
-                return Ok(Consumption::Replayed);
+        // One hash and one probe, as a bare insert would.
+        match self.live.entry(key) {
+            Entry::Occupied(mut e) => {
+                if *e.get() > now {
+                    return Ok(Consumption::Replayed);
+                }
+                e.insert(until);
             }
-            *existing = until;
-        } else if room {
-            self.live.insert(key, until);
-        } else {
-            return Err(());
+            Entry::Vacant(e) if room => {
+                e.insert(until);
+            }
+            Entry::Vacant(_) => return Err(()),
         }
         self.queue.push_back((until, key));
         Ok(Consumption::Accepted)
@@ -131,7 +138,6 @@ impl Shard {
     fn consume(
         &mut self,
         nonce: &[u8],
-        key: Key,
         now: i64,
         until: i64,
         per_shard: usize,
@@ -139,10 +145,10 @@ impl Shard {
         self.short.sweep_step(now);
         self.other.sweep_step(now);
         let room = self.len() < per_shard;
-        let first = self.consume_in(nonce, key, now, until, room);
+        let first = self.consume_in(nonce, now, until, room);
         // Full: reclaim expired entries (rare, O(shard)) and try once more; never evict live ones.
         if first.is_err() && self.sweep_all(now) > 0 {
-            return self.consume_in(nonce, key, now, until, true);
+            return self.consume_in(nonce, now, until, true);
         }
         first
     }
@@ -150,15 +156,15 @@ impl Shard {
     fn consume_in(
         &mut self,
         nonce: &[u8],
-        key: Key,
         now: i64,
         until: i64,
         room: bool,
     ) -> Result<Consumption, ()> {
-        match <[u8; 16]>::try_from(nonce) {
-            Ok(short) => self.short.consume(short, now, until, room),
-            Err(_) => self.other.consume(key, now, until, room),
+        if let Ok(short) = <[u8; 16]>::try_from(nonce) {
+            return self.short.consume(short, now, until, room);
         }
+        let key = Key::new(nonce).ok_or(())?;
+        self.other.consume(key, now, until, room)
     }
 }
 
@@ -205,17 +211,15 @@ impl MemoryLedger {
 
     /// The synchronous core of `consume`; there is nothing to await in memory.
     pub fn consume_now(&self, nonce: &[u8], expires_at_unix_ms: i64) -> Result<Consumption, Error> {
-        let key = Key::new(nonce)
-            .filter(|_| !nonce.is_empty())
-            .ok_or(Error::InvalidNonce(nonce.len()))?;
+        crate::check_nonce(nonce)?;
         let now = now_unix_ms();
         let until = retain_until(expires_at_unix_ms, now, self.grace);
         let slot = self
             .shards
-            .get(key.shard())
+            .get(shard_of(nonce))
             .ok_or_else(|| Error::Unavailable("shard index out of range".into()))?;
         lock(slot)
-            .consume(nonce, key, now, until, self.per_shard)
+            .consume(nonce, now, until, self.per_shard)
             .map_err(|()| Error::Full(self.max_entries))
     }
 }

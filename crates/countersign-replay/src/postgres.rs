@@ -23,8 +23,7 @@ const MIGRATIONS: &[(i32, &str)] = &[(
          nonce BYTEA PRIMARY KEY,
          binding BYTEA NOT NULL,
          expires_at BIGINT NOT NULL
-     );
-     CREATE INDEX replay_nonces_expires_at ON {s}.replay_nonces (expires_at);",
+     );",
 )];
 
 /// Serializes migrations of every countersign ledger in one database (`pg_advisory_xact_lock`).

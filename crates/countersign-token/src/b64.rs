@@ -4,37 +4,50 @@
 //! alphabet accepted, one token would have several byte strings that all verify, and anything
 //! keyed on the token text (logs, caches, a replay check by text) could be fooled.
 
+use std::sync::LazyLock;
+
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::engine::Simd;
+use base64::engine::general_purpose::NO_PAD;
+
+/// Unpadded base64url, strict on decode (no padding, no stray trailing bits, no other alphabet),
+/// with the instruction set detected once.
+static ENGINE: LazyLock<Simd> = LazyLock::new(|| Simd::url_safe(NO_PAD));
 
 /// Encodes without padding.
 pub(crate) fn encode(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
+    ENGINE.encode(bytes)
 }
 
 /// Appends the encoding of `bytes` to `out`.
 pub(crate) fn encode_into(bytes: &[u8], out: &mut String) {
-    URL_SAFE_NO_PAD.encode_string(bytes, out);
+    ENGINE.encode_string(bytes, out);
 }
 
 /// Decodes canonical unpadded base64url only; `None` for anything else.
 pub(crate) fn decode(text: &str) -> Option<Vec<u8>> {
-    // The engine refuses padding, non-zero trailing bits and foreign characters; `%4 == 1` can
-    // never be a whole number of bytes. Checked here as well so no future engine default relaxes it.
-    if text.len() % 4 == 1 || !text.bytes().all(is_url_safe) {
+    // `%4 == 1` can never be a whole number of bytes; the engine refuses everything else that is
+    // not canonical (the tests below pin that down).
+    if text.len() % 4 == 1 {
         return None;
     }
-    URL_SAFE_NO_PAD.decode(text).ok()
+    ENGINE.decode(text).ok()
 }
 
-/// Decodes exactly `N` bytes of canonical base64url.
+/// Decodes exactly `N` bytes of canonical base64url, without touching the heap.
 pub(crate) fn decode_array<const N: usize>(text: &str) -> Option<[u8; N]> {
-    let bytes = decode(text)?;
-    bytes.try_into().ok()
-}
-
-fn is_url_safe(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+    if text.len() != (N * 4).div_ceil(3) {
+        return None;
+    }
+    // Room for the engine's whole-chunk writes; only the first N bytes are the value.
+    let mut buf = [0u8; 64];
+    let out = buf.get_mut(..N + 3)?;
+    let len = ENGINE.decode_slice(text, out).ok()?;
+    (len == N).then(|| {
+        let mut value = [0u8; N];
+        value.copy_from_slice(&buf[..N]);
+        value
+    })
 }
 
 #[cfg(test)]
@@ -55,5 +68,26 @@ mod tests {
         assert!(decode("AQJ").is_none());
         assert!(decode("AQIDB").is_none());
         assert!(decode(" AQ").is_none());
+        assert!(decode("AQ\n").is_none());
+        assert!(decode("AQ.B").is_none());
+        assert!(decode_array::<2>("AQI").is_some());
+        assert!(decode_array::<2>("AQJ").is_none());
+        assert!(decode_array::<2>("AQ==").is_none());
+        assert!(decode_array::<2>("AQ").is_none());
+        assert!(decode_array::<2>("AQID").is_none());
+        let bytes: Vec<u8> = (0u8..32).collect();
+        let text = encode(&bytes);
+        assert_eq!(decode_array::<32>(&text).expect("32 bytes").to_vec(), bytes);
+        assert_eq!(decode(&text).expect("32 bytes"), bytes);
+        for (i, c) in text.char_indices() {
+            for bad in ['+', '/', '=', ' ', '\u{e9}'] {
+                let mut t = text.clone();
+                t.replace_range(i..i + c.len_utf8(), &bad.to_string());
+                assert!(
+                    decode(&t).is_none() && decode_array::<32>(&t).is_none(),
+                    "{t}"
+                );
+            }
+        }
     }
 }
