@@ -51,7 +51,7 @@ fn array_1m() -> Vec<u8> {
             i % 100,
             i * 7 % 1000,
             i % 13,
-            i % 2 == 0
+            i.is_multiple_of(2)
         );
         if out.len() + record.len() + 2 > 1_040_000 {
             break;

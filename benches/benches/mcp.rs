@@ -13,9 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use countersign_gate::{Channel, Policy};
+use countersign_canon::Limits;
+use countersign_gate::{Channel, Policy, SqliteStore};
 use countersign_mcp::proxy::{Proxy, Upstream};
-use countersign_mcp::{Gated, Options, serve_stdio};
+use countersign_mcp::{Countersign, Gated, GuardedTransport, Options, serve_stdio};
 use countersign_replay::StoreUrl;
 use criterion::Criterion;
 use rmcp::model::{
@@ -75,7 +76,7 @@ fn role() -> Option<(String, Vec<String>)> {
 
 fn serve_role(role: &str, rest: &[String]) {
     // The same runtime the `countersign-mcp` binary uses.
-    let rt = tokio::runtime::Builder::new_current_thread()
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime");
@@ -112,6 +113,61 @@ async fn spawn(args: &[&str], home: &PathBuf) -> Client {
     ().serve(TokioChildProcess::new(cmd).expect("spawn"))
         .await
         .expect("handshake")
+}
+
+/// A server in this process over an in-memory pipe: `Bench` as is, or behind the guard and the
+/// layer. No process hop, so the difference is what the layer itself costs.
+async fn in_process(core: Option<Arc<Countersign>>) -> Client {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    match core {
+        None => {
+            tokio::spawn(async move {
+                if let Ok(running) = Bench.serve(server_io).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+        Some(core) => {
+            let (read, write) = tokio::io::split(server_io);
+            let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
+            tokio::spawn(async move {
+                if let Ok(running) = Gated::new(Bench, core).serve(transport).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+    }
+    ().serve(client_io).await.expect("handshake")
+}
+
+/// Proposes a `write` through `client`, approves it with `gate`, then times only the
+/// `countersign_execute` call.
+async fn timed_execute(
+    client: &Client,
+    gate: &countersign_gate::Gate,
+    text: &str,
+    n: u64,
+) -> Duration {
+    let r = client.call_tool(params("write", text)).await.expect("propose");
+    let s = r.structured_content.expect("draft");
+    let (draft, revision) = (
+        s["draft_id"].as_str().expect("id").to_owned(),
+        s["revision"].as_str().expect("rev").to_owned(),
+    );
+    gate.approve(&draft, &revision, "bench", Channel::Cli)
+        .await
+        .expect("approve");
+    let exec = CallToolRequestParams::new("countersign_execute").with_arguments(
+        json!({"draft_id": draft, "revision": revision, "operation_id": format!("op-{n}")})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let start = Instant::now();
+    let r = client.call_tool(exec).await.expect("execute");
+    let spent = start.elapsed();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    spent
 }
 
 fn params(tool: &str, text: &str) -> CallToolRequestParams {
@@ -170,27 +226,45 @@ fn main() {
             async move {
                 let mut spent = Duration::ZERO;
                 for _ in 0..iters {
-                    let r = proxied.call_tool(params("write", text)).await.expect("propose");
-                    let s = r.structured_content.expect("draft");
-                    let (draft, revision) = (
-                        s["draft_id"].as_str().expect("id").to_owned(),
-                        s["revision"].as_str().expect("rev").to_owned(),
-                    );
-                    approver
-                        .approve(&draft, &revision, "bench", Channel::Cli)
-                        .await
-                        .expect("approve");
                     let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let exec = CallToolRequestParams::new("countersign_execute").with_arguments(
-                        json!({"draft_id": draft, "revision": revision, "operation_id": format!("op-{n}")})
-                            .as_object()
-                            .cloned()
-                            .unwrap_or_default(),
-                    );
-                    let start = Instant::now();
-                    let r = proxied.call_tool(exec).await.expect("execute");
-                    spent += start.elapsed();
-                    assert_ne!(r.is_error, Some(true), "{r:?}");
+                    spent += timed_execute(proxied, approver, text, n).await;
+                }
+                spent
+            }
+        });
+    });
+    group.finish();
+
+    // The same three calls with no process hop: what the guard, the layer and the gate cost.
+    let inproc_db = home.path().join("inproc.db");
+    let core = Arc::new(
+        Countersign::new(
+            Arc::new(SqliteStore::open(&inproc_db).expect("sqlite")),
+            None,
+            None,
+        )
+        .expect("layer"),
+    );
+    let (bare, gated) = rt.block_on(async {
+        (in_process(None).await, in_process(Some(core.clone())).await)
+    });
+    let mut group = c.benchmark_group("mcp_in_process");
+    group.bench_function("bare_call", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(bare.call_tool(params("echo", text)).await.expect("call")) });
+    });
+    group.bench_function("gated_pass_through", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(gated.call_tool(params("echo", text)).await.expect("call")) });
+    });
+    group.bench_function("gated_execute_sqlite", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (gated, core, op) = (&gated, &core, &op);
+            async move {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    spent += timed_execute(gated, core.gate(), text, n).await;
                 }
                 spent
             }
@@ -201,5 +275,7 @@ fn main() {
     rt.block_on(async {
         let _ = direct.cancel().await;
         let _ = proxied.cancel().await;
+        let _ = bare.cancel().await;
+        let _ = gated.cancel().await;
     });
 }

@@ -92,7 +92,9 @@ mod tests {
         assert!(matches!(nfc("plain"), Cow::Borrowed(_)));
         assert!(matches!(nfc("d\u{e9}j\u{e0}"), Cow::Borrowed(_)));
         assert!(matches!(nfc("\u{65e5}\u{672c}\u{8a9e}"), Cow::Borrowed(_)));
-        assert!(is_nfc_fast("\u{3b1}\u{3b2} \u{436}\u{44b} \u{65e5} \u{ac00}"));
+        assert!(is_nfc_fast(
+            "\u{3b1}\u{3b2} \u{436}\u{44b} \u{65e5} \u{ac00}"
+        ));
         // Characters that are never NFC, in each UTF-8 length the fast path decodes.
         for text in ["\u{344}", "x\u{212b}", "\u{f900}y", "\u{2f800}", "\u{340}a"] {
             assert!(!is_nfc_fast(text), "{text:?}");

@@ -159,7 +159,9 @@ impl<'a> Sink<'a> for CanonicalSink<'a> {
             return Ok(());
         };
         let end = self.out.len();
-        if let Some(last) = self.members.last_mut() {
+        if self.members.len() > base
+            && let Some(last) = self.members.last_mut()
+        {
             last.end = end;
         }
         if !in_order {

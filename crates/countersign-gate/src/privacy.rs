@@ -64,69 +64,93 @@ impl fmt::Display for SecretKind {
 
 /// Returns the first kind of credential found in `s`, if any.
 pub fn scan_str(s: &str) -> Option<SecretKind> {
-    // Cheap gate: every matcher needs at least 8 bytes of candidate text.
+    // Every matcher needs at least 8 bytes of candidate text.
     if s.len() < 8 {
         return None;
     }
     let b = s.as_bytes();
-    if pem(s) {
-        return Some(SecretKind::PemPrivateKey);
+    // One pass: each position is tested only by the matchers whose first byte it holds.
+    (0..b.len())
+        .filter(|&i| TRIGGERS[usize::from(b[i])])
+        .find_map(|i| at(b, i))
+}
+
+/// Bytes a credential pattern can start with.
+static TRIGGERS: [bool; 256] = {
+    let mut t = [false; 256];
+    let starts = b"-AgxsreS:bBpPa";
+    let mut i = 0;
+    while i < starts.len() {
+        t[starts[i] as usize] = true;
+        i += 1;
     }
-    for prefix in ["AKIA", "ASIA"] {
-        if prefixed(
-            b,
-            prefix.as_bytes(),
-            |c| c.is_ascii_uppercase() || c.is_ascii_digit(),
-            16,
-        ) {
-            return Some(SecretKind::AwsAccessKeyId);
+    t
+};
+
+fn at(b: &[u8], i: usize) -> Option<SecretKind> {
+    let rest = &b[i..];
+    let word_start = i == 0 || !is_word(b[i - 1]);
+    let hit = |found: bool, kind| found.then_some(kind);
+    let alnum = |c: u8| c.is_ascii_alphanumeric();
+    let word_dash = |c: u8| is_word(c) || c == b'-';
+    match b[i] {
+        b'-' if rest.starts_with(b"-----BEGIN ") => hit(pem(rest), SecretKind::PemPrivateKey),
+        b'A' if word_start && (rest.starts_with(b"AKIA") || rest.starts_with(b"ASIA")) => {
+            let upper_digit = |c: u8| c.is_ascii_uppercase() || c.is_ascii_digit();
+            hit(token(rest, 4, upper_digit, 16), SecretKind::AwsAccessKeyId)
         }
-    }
-    for prefix in ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"] {
-        if prefixed(b, prefix.as_bytes(), |c| c.is_ascii_alphanumeric(), 30) {
-            return Some(SecretKind::GitHubToken);
+        b'A' if word_start && rest.starts_with(b"AIza") => {
+            hit(token(rest, 4, word_dash, 30), SecretKind::GoogleApiKey)
         }
-    }
-    if prefixed(b, b"github_pat_", is_word, 20) {
-        return Some(SecretKind::GitHubToken);
-    }
-    for prefix in [
-        "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxr-", "xoxs-", "xoxe-",
-    ] {
-        if prefixed(
-            b,
-            prefix.as_bytes(),
-            |c| c.is_ascii_alphanumeric() || c == b'-',
-            10,
-        ) {
-            return Some(SecretKind::SlackToken);
+        b'g' if word_start
+            && rest.len() > 4
+            && rest.starts_with(b"gh")
+            && matches!(rest[2], b'p' | b'o' | b'u' | b's' | b'r')
+            && rest[3] == b'_' =>
+        {
+            hit(token(rest, 4, alnum, 30), SecretKind::GitHubToken)
         }
-    }
-    for prefix in ["sk_live_", "rk_live_"] {
-        if prefixed(b, prefix.as_bytes(), |c| c.is_ascii_alphanumeric(), 10) {
-            return Some(SecretKind::StripeKey);
+        b'g' if word_start && rest.starts_with(b"github_pat_") => {
+            hit(token(rest, 11, is_word, 20), SecretKind::GitHubToken)
         }
+        b'x' if word_start
+            && rest.len() > 5
+            && rest.starts_with(b"xox")
+            && matches!(rest[3], b'a' | b'b' | b'p' | b'o' | b'r' | b's' | b'e')
+            && rest[4] == b'-' =>
+        {
+            hit(
+                token(rest, 5, |c| alnum(c) || c == b'-', 10),
+                SecretKind::SlackToken,
+            )
+        }
+        b's' | b'r'
+            if word_start && (rest.starts_with(b"sk_live_") || rest.starts_with(b"rk_live_")) =>
+        {
+            hit(token(rest, 8, alnum, 10), SecretKind::StripeKey)
+        }
+        b's' if word_start && rest.starts_with(b"sk-") && token(rest, 3, word_dash, 20) => {
+            Some(SecretKind::ApiKey)
+        }
+        b'e' if word_start && rest.starts_with(b"eyJ") && jwt(rest) => Some(SecretKind::Jwt),
+        b':' if rest.starts_with(b"://") => hit(url_credentials(rest), SecretKind::UrlCredentials),
+        _ => None,
     }
-    if prefixed(b, b"sk-", |c| is_word(c) || c == b'-', 20) {
-        return Some(SecretKind::ApiKey);
-    }
-    if prefixed(b, b"AIza", |c| is_word(c) || c == b'-', 30) {
-        return Some(SecretKind::GoogleApiKey);
-    }
-    if jwt(b) {
-        return Some(SecretKind::Jwt);
-    }
-    let lower = s.to_ascii_lowercase();
-    if bearer(lower.as_bytes(), b) {
-        return Some(SecretKind::BearerToken);
-    }
-    if url_credentials(b) {
-        return Some(SecretKind::UrlCredentials);
-    }
-    if assignment(lower.as_bytes(), b) {
-        return Some(SecretKind::PasswordAssignment);
-    }
-    None
+    .or_else(|| {
+        let first = b[i].to_ascii_lowercase();
+        if first == b'b' && word_start && starts_with_ci(rest, b"bearer") && bearer(rest) {
+            return Some(SecretKind::BearerToken);
+        }
+        ASSIGNED
+            .iter()
+            .filter(|name| name[0] == first && starts_with_ci(rest, name))
+            .any(|name| assignment(&rest[name.len()..]))
+            .then_some(SecretKind::PasswordAssignment)
+    })
+}
+
+fn starts_with_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.len() >= needle.len() && hay[..needle.len()].eq_ignore_ascii_case(needle)
 }
 
 fn is_word(c: u8) -> bool {
@@ -162,34 +186,22 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     hay.windows(needle.len()).any(|w| w == needle)
 }
 
-fn find_all<'a>(hay: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
-    let first = needle[0];
-    hay.iter()
-        .enumerate()
-        .filter(move |&(i, &c)| c == first && hay[i..].starts_with(needle))
-        .map(|(i, _)| i)
+/// A token at the start of `rest`: `prefix_len` bytes of prefix, then at least `min` bytes of
+/// `body`, and not a placeholder.
+fn token(rest: &[u8], prefix_len: usize, body: impl Fn(u8) -> bool, min: usize) -> bool {
+    let len = rest[prefix_len..].iter().take_while(|&&c| body(c)).count();
+    len >= min && !placeholder(&rest[..prefix_len + len])
 }
 
-/// `prefix` at a word start, followed by at least `min` bytes of `body`, and not a placeholder.
-fn prefixed(b: &[u8], prefix: &[u8], body: impl Fn(u8) -> bool, min: usize) -> bool {
-    find_all(b, prefix).any(|at| {
-        if at > 0 && is_word(b[at - 1]) {
-            return false;
-        }
-        let rest = &b[at + prefix.len()..];
-        let len = rest.iter().take_while(|&&c| body(c)).count();
-        len >= min && !placeholder(&b[at..at + prefix.len() + len])
-    })
-}
-
-fn pem(s: &str) -> bool {
-    s.match_indices("-----BEGIN ").any(|(at, _)| {
-        let line = &s[at..];
-        let end = line.find('\n').unwrap_or(line.len()).min(80);
-        line.get(..end)
-            .is_some_and(|l| l.contains("PRIVATE KEY-----"))
-            && !placeholder(line.get(end..).unwrap_or("").trim().as_bytes())
-    })
+/// `-----BEGIN … PRIVATE KEY-----` on the first line of `rest`, followed by key material.
+fn pem(rest: &[u8]) -> bool {
+    let end = rest
+        .iter()
+        .position(|&c| c == b'\n')
+        .unwrap_or(rest.len())
+        .min(80);
+    let line = &rest[..end];
+    line.windows(16).any(|w| w == b"PRIVATE KEY-----") && !placeholder(rest[end..].trim_ascii())
 }
 
 fn b64url_run(b: &[u8]) -> usize {
@@ -199,65 +211,52 @@ fn b64url_run(b: &[u8]) -> usize {
 }
 
 /// `eyJ….eyJ….sig`: a JWT header and payload are base64url JSON objects.
-fn jwt(b: &[u8]) -> bool {
-    find_all(b, b"eyJ").any(|at| {
-        if at > 0 && is_word(b[at - 1]) {
-            return false;
-        }
-        let h = b64url_run(&b[at..]);
-        let rest = &b[at + h..];
-        if h < 10 || rest.first() != Some(&b'.') {
-            return false;
-        }
-        let p = b64url_run(&rest[1..]);
-        let rest = &rest[1 + p..];
-        p >= 10 && rest.first() == Some(&b'.') && b64url_run(&rest[1..]) >= 10
-    })
+fn jwt(rest: &[u8]) -> bool {
+    let h = b64url_run(rest);
+    let tail = &rest[h..];
+    if h < 10 || tail.first() != Some(&b'.') {
+        return false;
+    }
+    let p = b64url_run(&tail[1..]);
+    let tail = &tail[1 + p..];
+    p >= 10 && tail.first() == Some(&b'.') && b64url_run(&tail[1..]) >= 10
 }
 
 fn token68(c: u8) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=')
 }
 
-fn bearer(lower: &[u8], b: &[u8]) -> bool {
-    find_all(lower, b"bearer").any(|at| {
-        if at > 0 && is_word(lower[at - 1]) {
-            return false;
-        }
-        let mut i = at + 6;
-        let spaces = b[i..]
-            .iter()
-            .take_while(|&&c| c == b' ' || c == b'\t')
-            .count();
-        if spaces == 0 {
-            return false;
-        }
-        i += spaces;
-        let len = b[i..].iter().take_while(|&&c| token68(c)).count();
-        len >= 16 && !placeholder(&b[i..i + len])
-    })
+/// `bearer` (any case) at the start of `rest`, blanks, then a credential of 16+ characters.
+fn bearer(rest: &[u8]) -> bool {
+    let after = &rest[6..];
+    let spaces = after
+        .iter()
+        .take_while(|&&c| c == b' ' || c == b'\t')
+        .count();
+    let value = &after[spaces..];
+    let len = value.iter().take_while(|&&c| token68(c)).count();
+    spaces > 0 && len >= 16 && !placeholder(&value[..len])
 }
 
-fn url_credentials(b: &[u8]) -> bool {
-    find_all(b, b"://").any(|at| {
-        let rest = &b[at + 3..];
-        let auth_len = rest
-            .iter()
-            .take_while(|&&c| !matches!(c, b'/' | b'?' | b'#') && !c.is_ascii_whitespace())
-            .count();
-        let auth = &rest[..auth_len];
-        let Some(atsign) = auth.iter().rposition(|&c| c == b'@') else {
-            return false;
-        };
-        let userinfo = &auth[..atsign];
-        match userinfo.iter().position(|&c| c == b':') {
-            Some(colon) => {
-                let password = &userinfo[colon + 1..];
-                !password.is_empty() && !placeholder(password)
-            }
-            None => false,
-        }
-    })
+/// `://` at the start of `rest`, then an authority holding `user:password@`.
+fn url_credentials(rest: &[u8]) -> bool {
+    let authority = &rest[3..];
+    let len = authority
+        .iter()
+        .take_while(|&&c| !matches!(c, b'/' | b'?' | b'#') && !c.is_ascii_whitespace())
+        .count();
+    let authority = &authority[..len];
+    let Some(atsign) = authority.iter().rposition(|&c| c == b'@') else {
+        return false;
+    };
+    let userinfo = &authority[..atsign];
+    userinfo
+        .iter()
+        .position(|&c| c == b':')
+        .is_some_and(|colon| {
+            let password = &userinfo[colon + 1..];
+            !password.is_empty() && !placeholder(password)
+        })
 }
 
 const ASSIGNED: [&[u8]; 7] = [
@@ -270,35 +269,31 @@ const ASSIGNED: [&[u8]; 7] = [
     b"access_token",
 ];
 
-fn assignment(lower: &[u8], b: &[u8]) -> bool {
-    ASSIGNED.iter().any(|name| {
-        find_all(lower, name).any(|at| {
-            let mut i = at + name.len();
-            // Allow `client_secret=`, `DB_PASSWORD:` but not `secretary=`.
-            if lower.get(i).is_some_and(|&c| is_word(c)) {
-                return false;
-            }
-            i += lower[i..]
-                .iter()
-                .take_while(|&&c| c == b' ' || c == b'"' || c == b'\'')
-                .count();
-            if !matches!(lower.get(i), Some(b'=' | b':')) {
-                return false;
-            }
-            i += 1;
-            i += lower[i..]
-                .iter()
-                .take_while(|&&c| c == b' ' || c == b'"' || c == b'\'')
-                .count();
-            let len = b[i..]
-                .iter()
-                .take_while(|&&c| {
-                    !c.is_ascii_whitespace() && !matches!(c, b'&' | b';' | b',' | b'"' | b'\'')
-                })
-                .count();
-            len >= 6 && !placeholder(&b[i..i + len])
+/// What follows an assigned name: `=` or `:` (quotes and blanks around), then a value of 6+.
+fn assignment(after: &[u8]) -> bool {
+    // Allow `client_secret=`, `DB_PASSWORD:` but not `secretary=`.
+    if after.first().is_some_and(|&c| is_word(c)) {
+        return false;
+    }
+    let skip = |b: &[u8]| {
+        b.iter()
+            .take_while(|&&c| c == b' ' || c == b'"' || c == b'\'')
+            .count()
+    };
+    let mut i = skip(after);
+    if !matches!(after.get(i), Some(b'=' | b':')) {
+        return false;
+    }
+    i += 1;
+    i += skip(&after[i..]);
+    let value = &after[i..];
+    let len = value
+        .iter()
+        .take_while(|&&c| {
+            !c.is_ascii_whitespace() && !matches!(c, b'&' | b';' | b',' | b'"' | b'\'')
         })
-    })
+        .count();
+    len >= 6 && !placeholder(&value[..len])
 }
 
 /// Appends one JSON Pointer reference token (RFC 6901 escaping) to `pointer`.

@@ -100,14 +100,17 @@ impl Home {
 
     /// The proxy in front of the test upstream.
     pub(crate) async fn proxy(&self) -> Client {
+        self.proxy_pid().await.0
+    }
+
+    /// The proxy and its process id.
+    pub(crate) async fn proxy_pid(&self) -> (Client, u32) {
         let up = upstream_bin();
         let up = up.to_str().expect("utf-8 path");
-        self.connect_env(
+        let description = self.path().join("description.txt");
+        self.connect_pid(
             &["--upstream", "--", up],
-            &[(
-                "UPSTREAM_DESCRIPTION_FILE",
-                &self.path().join("description.txt"),
-            )],
+            &[("UPSTREAM_DESCRIPTION_FILE", &description)],
         )
         .await
     }

@@ -54,12 +54,12 @@ async fn demo_publishes_exactly_the_approved_bytes_once() {
     assert_eq!(sc(&r)["result"]["slug"], "hello-world-2");
     assert!(home.path().join("out/hello-world.json").exists());
 
-    // The status tool shows the outcome; the list shows both drafts.
+    // The status tool shows the outcome; the list shows all three drafts.
     let st = call(&client, "countersign_status", json!({"draft_id": draft})).await;
     assert_eq!(sc(&st)["state"], "executed");
     assert_eq!(sc(&st)["outcome"]["status"], "succeeded");
     let list = call(&client, "countersign_list", json!({})).await;
-    assert_eq!(sc(&list)["drafts"].as_array().expect("drafts").len(), 2);
+    assert_eq!(sc(&list)["drafts"].as_array().expect("drafts").len(), 3);
     client.cancel().await.expect("close");
 }
 
