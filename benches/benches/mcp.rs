@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use countersign_canon::Limits;
-use countersign_gate::{Channel, Policy, SqliteStore};
+use countersign_gate::action::ActionFuture;
+use countersign_gate::{ActionOutput, Channel, FnAction, Policy, Proposal, SqliteStore};
 use countersign_mcp::proxy::{Proxy, Upstream};
 use countersign_mcp::{Countersign, Gated, GuardedTransport, Options, serve_stdio};
 use countersign_replay::StoreUrl;
@@ -104,6 +105,15 @@ fn serve_role(role: &str, rest: &[String]) {
 
 type Client = RunningService<RoleClient, ()>;
 
+fn no_op(_call: countersign_gate::ActionCall) -> ActionFuture {
+    Box::pin(async {
+        Ok(ActionOutput {
+            content: Value::Null,
+            structured: Value::Null,
+        })
+    })
+}
+
 async fn spawn(args: &[&str], home: &PathBuf) -> Client {
     let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("exe"));
     cmd.args(args)
@@ -148,7 +158,10 @@ async fn timed_execute(
     text: &str,
     n: u64,
 ) -> Duration {
-    let r = client.call_tool(params("write", text)).await.expect("propose");
+    let r = client
+        .call_tool(params("write", text))
+        .await
+        .expect("propose");
     let s = r.structured_content.expect("draft");
     let (draft, revision) = (
         s["draft_id"].as_str().expect("id").to_owned(),
@@ -245,17 +258,18 @@ fn main() {
         )
         .expect("layer"),
     );
-    let (bare, gated) = rt.block_on(async {
-        (in_process(None).await, in_process(Some(core.clone())).await)
-    });
+    let (bare, gated) =
+        rt.block_on(async { (in_process(None).await, in_process(Some(core.clone())).await) });
     let mut group = c.benchmark_group("mcp_in_process");
     group.bench_function("bare_call", |b| {
-        b.to_async(&rt)
-            .iter(|| async { black_box(bare.call_tool(params("echo", text)).await.expect("call")) });
+        b.to_async(&rt).iter(|| async {
+            black_box(bare.call_tool(params("echo", text)).await.expect("call"))
+        });
     });
     group.bench_function("gated_pass_through", |b| {
-        b.to_async(&rt)
-            .iter(|| async { black_box(gated.call_tool(params("echo", text)).await.expect("call")) });
+        b.to_async(&rt).iter(|| async {
+            black_box(gated.call_tool(params("echo", text)).await.expect("call"))
+        });
     });
     group.bench_function("gated_execute_sqlite", |b| {
         b.to_async(&rt).iter_custom(|iters| {
@@ -265,6 +279,46 @@ fn main() {
                 for _ in 0..iters {
                     let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     spent += timed_execute(gated, core.gate(), text, n).await;
+                }
+                spent
+            }
+        });
+    });
+    // Baseline: the gate alone on the same store (propose and approve untimed, execute timed,
+    // no-op action), so the layer's share of `gated_execute_sqlite` is visible.
+    group.bench_function("gate_execute_only", |b| {
+        b.to_async(&rt).iter_custom(|iters| {
+            let (core, op) = (&core, &op);
+            async move {
+                let gate = core.gate();
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let draft = gate
+                        .propose(Proposal {
+                            action: "write",
+                            args: br#"{"text":"hello from the benchmark"}"#,
+                            tool: countersign_canon::digest(countersign_canon::Domain::Tool, b"{}"),
+                            principal: Default::default(),
+                        })
+                        .await
+                        .expect("propose");
+                    let revision = draft.revision.to_hex();
+                    gate.approve(draft.id.as_str(), &revision, "bench", Channel::Cli)
+                        .await
+                        .expect("approve");
+                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let start = Instant::now();
+                    let e = gate
+                        .execute(
+                            draft.id.as_str(),
+                            &revision,
+                            &format!("op-{n}"),
+                            &FnAction(no_op),
+                        )
+                        .await
+                        .expect("execute");
+                    spent += start.elapsed();
+                    black_box(e);
                 }
                 spent
             }

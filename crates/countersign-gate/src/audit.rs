@@ -6,6 +6,7 @@
 //! number and digest) is also written to an anchor file outside the store; `verify` compares the
 //! two. Records hold ids, names, codes and digests — never argument values, hidden or not.
 
+#[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -241,16 +242,18 @@ impl Anchor {
                 return Ok(());
             };
             // Another process may have moved it further; never move it back.
-            let mut current = String::new();
-            f.seek(SeekFrom::Start(0))?;
-            f.read_to_string(&mut current)?;
-            if parse_head(&current).is_some_and(|c| c.seq > head.seq) {
+            let mut current = [0u8; 128];
+            let n = read_at(f, &mut current)?;
+            let current = std::str::from_utf8(&current[..n]).ok().and_then(parse_head);
+            if current.is_some_and(|c| c.seq > head.seq) {
                 return Ok(());
             }
             let line = format!("{:020} {}\n", head.seq, head.digest.to_hex());
-            f.seek(SeekFrom::Start(0))?;
-            f.write_all(line.as_bytes())?;
-            f.set_len(line.len() as u64)
+            write_at(f, line.as_bytes())?;
+            if n > line.len() {
+                f.set_len(line.len() as u64)?;
+            }
+            Ok(())
         };
         write(&mut guard).map_err(|e| {
             *guard = None;
@@ -264,6 +267,28 @@ fn parse_head(text: &str) -> Option<Head> {
     let seq = parts.next()?.parse().ok()?;
     let digest = Digest::from_hex(parts.next()?).ok()?;
     parts.next().is_none().then_some(Head { seq, digest })
+}
+
+#[cfg(unix)]
+fn read_at(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(f, buf, 0)
+}
+
+#[cfg(unix)]
+fn write_at(f: &mut std::fs::File, line: &[u8]) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(f, line, 0)
+}
+
+#[cfg(not(unix))]
+fn read_at(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    f.seek(SeekFrom::Start(0))?;
+    f.read(buf)
+}
+
+#[cfg(not(unix))]
+fn write_at(f: &mut std::fs::File, line: &[u8]) -> std::io::Result<()> {
+    f.seek(SeekFrom::Start(0))?;
+    f.write_all(line)
 }
 
 fn open_private(path: &Path) -> std::io::Result<std::fs::File> {

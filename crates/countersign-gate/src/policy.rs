@@ -71,6 +71,7 @@ impl Channel {
         }
     }
 
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
             "cli" => Some(Channel::Cli),

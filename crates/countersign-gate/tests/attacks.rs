@@ -1,4 +1,5 @@
 //! The attack table of issue 5, each against the real executor and a real SQLite file.
+#![cfg(feature = "sqlite")]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -2,15 +2,16 @@
 
 use std::sync::Arc;
 
+use countersign_gate::MemoryStore;
 use countersign_gate::store::GateStore;
 use countersign_gate::store::conformance::run_all;
-use countersign_gate::{MemoryStore, SqliteStore};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_conforms() {
     run_all(|| async { Arc::new(MemoryStore::new()) as Arc<dyn GateStore> }).await;
 }
 
+#[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_store_conforms() {
     let dir = tempfile::tempdir().expect("tmp");
@@ -21,7 +22,10 @@ async fn sqlite_store_conforms() {
             "s{}.db",
             n.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         ));
-        async move { Arc::new(SqliteStore::open(&path).expect("open")) as Arc<dyn GateStore> }
+        async move {
+            Arc::new(countersign_gate::SqliteStore::open(&path).expect("open"))
+                as Arc<dyn GateStore>
+        }
     })
     .await;
 }

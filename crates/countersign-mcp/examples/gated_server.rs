@@ -3,8 +3,6 @@
 //! default store, so the `countersign` CLI sees them. Run it as an MCP server over stdio:
 //! `cargo run -p countersign-mcp --example gated_server`.
 
-use std::sync::Arc;
-
 use countersign_mcp::{Gated, Options, serve_stdio};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
@@ -12,21 +10,23 @@ use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Email {
     to: String,
-    body: String,
 }
 
 struct Mail;
 
 #[tool_router]
 impl Mail {
-    #[tool(description = "Read the latest note", annotations(read_only_hint = true))]
+    #[tool(
+        description = "Read the latest note",
+        annotations(read_only_hint = true)
+    )]
     async fn read_note(&self) -> String {
         "buy milk".into()
     }
 
     #[tool(description = "Send an email")]
     async fn send_email(&self, Parameters(email): Parameters<Email>) -> String {
-        format!("sent {} bytes to {}", email.body.len(), email.to)
+        format!("sent to {}", email.to)
     }
 }
 
@@ -35,6 +35,6 @@ impl ServerHandler for Mail {}
 
 #[tokio::main]
 async fn main() -> Result<(), countersign_mcp::Error> {
-    let gate = Arc::new(Options::default().build().await?); // default store, policy and keys
+    let gate = Options::default().build().await?; // default store, policy and keys
     serve_stdio(Gated::new(Mail, gate)).await
 }

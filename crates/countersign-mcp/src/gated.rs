@@ -51,9 +51,9 @@ impl<H> std::fmt::Debug for Gated<H> {
 }
 
 impl<H: ServerHandler> Gated<H> {
-    /// Puts the gate `core` in front of `inner`.
-    pub fn new(inner: H, core: Arc<Countersign>) -> Self {
-        Self::from_arc(Arc::new(inner), core)
+    /// Puts the gate `core` (a [`Countersign`] or a shared `Arc` of one) in front of `inner`.
+    pub fn new(inner: H, core: impl Into<Arc<Countersign>>) -> Self {
+        Self::from_arc(Arc::new(inner), core.into())
     }
 
     /// As [`Gated::new`] for a handler already shared.
@@ -174,22 +174,19 @@ impl<H: ServerHandler> Gated<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse> {
-        self.inner
-            .call_tool(request, context)
-            .await
-            .map_err(|e| {
-                // Retryable only when the request certainly never reached the upstream.
-                let retryable = e
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("countersign"))
-                    .and_then(Value::as_str)
-                    == Some(crate::port::NOT_SENT);
-                Error::Upstream {
-                    message: e.message.to_string(),
-                    retryable,
-                }
-            })
+        self.inner.call_tool(request, context).await.map_err(|e| {
+            // Retryable only when the request certainly never reached the upstream.
+            let retryable = e
+                .data
+                .as_ref()
+                .and_then(|d| d.get("countersign"))
+                .and_then(Value::as_str)
+                == Some(crate::port::NOT_SENT);
+            Error::Upstream {
+                message: e.message.to_string(),
+                retryable,
+            }
+        })
     }
 
     async fn confirm(

@@ -9,10 +9,9 @@
 //!
 //! ```no_run
 //! # async fn run<H: rmcp::ServerHandler>(my_server: H) -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
 //! use countersign_mcp::{Countersign, Gated, serve_stdio};
 //!
-//! let core = Arc::new(Countersign::in_memory(None)?);
+//! let core = Countersign::in_memory(None)?;
 //! serve_stdio(Gated::new(my_server, core)).await?;
 //! # Ok(()) }
 //! ```

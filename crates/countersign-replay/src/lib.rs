@@ -21,6 +21,8 @@ mod postgres;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "sqlite")]
+mod rollback;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 
 #[doc(hidden)]

@@ -15,12 +15,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, TransactionBehavior, params};
 
-use crate::anchor::{self, Anchor};
+use crate::anchor::Anchor;
+use crate::rollback::{self, NO_FENCE, meta_i64, set_meta};
 use crate::{
-    Consumption, Digest, Error, Integrity, LedgerId, MAX_TOKEN_TTL, OpenOptions, ReplayLedger,
-    now_unix_ms, retain_until,
+    Consumption, Digest, Error, Integrity, LedgerId, OpenOptions, ReplayLedger, now_unix_ms,
+    retain_until,
 };
 
 /// Forward-only migrations; a database newer than this list is refused, never downgraded.
@@ -40,9 +41,8 @@ const UPSERT: &str = "INSERT INTO replay_nonces (nonce, binding, expires_at) VAL
 
 /// Connections kept for reuse; more concurrent callers open (and then drop) extra ones.
 const POOL_KEEP: usize = 16;
-const NO_FENCE: i64 = i64::MIN;
 
-fn db_err(err: rusqlite::Error) -> Error {
+pub(crate) fn db_err(err: rusqlite::Error) -> Error {
     Error::unavailable("sqlite", err)
 }
 
@@ -113,7 +113,7 @@ fn open_blocking(path: PathBuf, opts: &OpenOptions) -> Result<SqliteLedger, Erro
         anchor,
         fence_until: AtomicI64::new(NO_FENCE),
     };
-    let fence = inner.detect_rollback(&mut conn)?;
+    let fence = rollback::detect(&inner.anchor, &mut conn)?;
     inner.fence_until.store(fence.until, Ordering::SeqCst);
     inner.give_back(conn);
     Ok(SqliteLedger {
@@ -201,36 +201,6 @@ fn migrate(conn: &mut Connection) -> Result<LedgerId, Error> {
         .ok_or_else(|| Error::Unavailable("ledger id in the database is malformed".into()))
 }
 
-struct Fence {
-    until: i64,
-    detected_at: i64,
-    note: String,
-}
-
-fn meta_i64(conn: &Connection, key: &str) -> Result<Option<i64>, Error> {
-    let v: Option<String> = conn
-        .query_row("SELECT value FROM replay_meta WHERE key = ?1", [key], |r| {
-            r.get(0)
-        })
-        .optional()
-        .map_err(db_err)?;
-    v.map(|s| {
-        s.parse()
-            .map_err(|_| Error::Unavailable(format!("ledger meta `{key}` is malformed")))
-    })
-    .transpose()
-}
-
-fn set_meta(conn: &Connection, key: &str, value: i64) -> Result<(), Error> {
-    conn.execute(
-        "INSERT INTO replay_meta (key, value) VALUES (?1, ?2)
-         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        params![key, value.to_string()],
-    )
-    .map(drop)
-    .map_err(db_err)
-}
-
 impl Inner {
     fn take(&self) -> Result<Connection, Error> {
         let pooled = self
@@ -252,63 +222,6 @@ impl Inner {
         if pool.len() < POOL_KEEP {
             pool.push(conn);
         }
-    }
-
-    /// Compares the database with its anchor and records a fence when it is behind.
-    fn detect_rollback(&self, conn: &mut Connection) -> Result<Fence, Error> {
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db_err)?;
-        let now = now_unix_ms();
-        let found = match self.anchor.read()? {
-            anchor::Read::Empty => None,
-            anchor::Read::Damaged => Some((
-                true,
-                now.saturating_add(i64::try_from(MAX_TOKEN_TTL.as_millis()).unwrap_or(i64::MAX)),
-                "the rollback anchor is damaged; every token that may still be live is fenced",
-            )),
-            anchor::Read::Record(rec) => {
-                let stored: Option<i64> = tx
-                    .query_row(
-                        "SELECT expires_at FROM replay_nonces WHERE nonce = ?1",
-                        [&rec.nonce],
-                        |r| r.get(0),
-                    )
-                    .optional()
-                    .map_err(db_err)?;
-                let gc_horizon = meta_i64(&tx, "gc_horizon_ms")?.unwrap_or(i64::MIN);
-                let present = stored.is_some_and(|until| until >= rec.retain_until);
-                let collected = rec.retain_until <= gc_horizon;
-                (!present && !collected).then_some((
-                    false,
-                    rec.max_expiry,
-                    "the ledger is missing its newest anchored consumption (restored from an older copy, or lost writes)",
-                ))
-            }
-        };
-        let old_until = meta_i64(&tx, "fence_until_ms")?.unwrap_or(NO_FENCE);
-        let old_at = meta_i64(&tx, "fence_detected_at_ms")?.unwrap_or(now);
-        let mut fence = Fence {
-            until: old_until,
-            detected_at: old_at,
-            note: String::new(),
-        };
-        let damaged = found.as_ref().is_some_and(|(damaged, _, _)| *damaged);
-        if let Some((_, until, note)) = found {
-            fence.note = note.into();
-            if until > old_until {
-                set_meta(&tx, "fence_until_ms", until)?;
-                set_meta(&tx, "fence_detected_at_ms", now)?;
-                fence.until = until;
-                fence.detected_at = now;
-            }
-        }
-        tx.commit().map_err(db_err)?;
-        if damaged {
-            // The fence is recorded; start the anchor afresh so the next open does not move it.
-            self.anchor.clear()?;
-        }
-        Ok(fence)
     }
 
     /// One consumption on `conn`. `Fail::Busy` means another writer held the lock past this
@@ -460,7 +373,7 @@ impl ReplayLedger for SqliteLedger {
             if verdict != "ok" {
                 return Err(Error::Unavailable(format!("sqlite integrity check failed: {verdict}")));
             }
-            let fence = inner.detect_rollback(conn)?;
+            let fence = rollback::detect(&inner.anchor, conn)?;
             inner.fence_until.fetch_max(fence.until, Ordering::SeqCst);
             let now = now_unix_ms();
             let anchor = inner.anchor.path().display();

@@ -210,7 +210,9 @@ async fn killed_between_journal_and_outcome_is_never_run_again() {
             client
                 .call_tool(
                     rmcp::model::CallToolRequestParams::new("countersign_execute").with_arguments(
-                        args(json!({"draft_id": draft, "revision": revision, "operation_id": "k1"})),
+                        args(
+                            json!({"draft_id": draft, "revision": revision, "operation_id": "k1"}),
+                        ),
                     ),
                 )
                 .await
@@ -229,12 +231,21 @@ async fn killed_between_journal_and_outcome_is_never_run_again() {
         .status()
         .expect("kill");
     assert!(status.success());
-    assert!(pending.await.expect("task").is_err(), "the killed server answered");
+    assert!(
+        pending.await.expect("task").is_err(),
+        "the killed server answered"
+    );
 
     let client = home.proxy().await;
-    assert_eq!(code(&execute(&client, &draft, &revision, "k1").await), "OUTCOME_UNKNOWN");
+    assert_eq!(
+        code(&execute(&client, &draft, &revision, "k1").await),
+        "OUTCOME_UNKNOWN"
+    );
     let again = code(&execute(&client, &draft, &revision, "k2").await);
-    assert!(matches!(again.as_str(), "OUTCOME_UNKNOWN" | "DRAFT_NOT_EDITABLE"), "{again}");
+    assert!(
+        matches!(again.as_str(), "OUTCOME_UNKNOWN" | "DRAFT_NOT_EDITABLE"),
+        "{again}"
+    );
     // Whatever the orphaned upstream did, the line exists at most once.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     assert!(home.lines("log.txt").len() <= 1);
@@ -253,7 +264,10 @@ async fn an_expired_approval_needs_a_new_one() {
     let (draft, revision) = propose(&client, "append_line", append(&home, "late")).await;
     home.approve(&draft, &revision);
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
-    assert_eq!(code(&execute(&client, &draft, &revision, "e1").await), "APPROVAL_REQUIRED");
+    assert_eq!(
+        code(&execute(&client, &draft, &revision, "e1").await),
+        "APPROVAL_REQUIRED"
+    );
     assert!(home.lines("log.txt").is_empty());
     client.cancel().await.expect("close");
 }
