@@ -210,16 +210,42 @@ fn approve_refuses_wrong_partial_or_unprompted_revisions() {
 }
 
 #[test]
-fn approve_without_a_policy_fails_closed() {
+fn approve_with_an_unreadable_named_policy_fails_closed() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"x"}"#);
-    std::fs::remove_file(env.home().join("countersign.toml")).expect("rm policy");
-    let out = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    let missing = env.home().join("no-such-policy.toml");
+    let out = env.run(&[
+        "--config",
+        missing.to_str().expect("utf-8 path"),
+        "approve",
+        d.id.as_str(),
+        &d.revision.to_hex(),
+        "--yes",
+    ]);
     assert_eq!(out.status.code(), Some(3));
     assert!(
         stderr(&out).starts_with("error[CONFIG_INVALID]"),
         "{}",
         stderr(&out)
+    );
+    assert_eq!(
+        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        "proposed"
+    );
+}
+
+#[test]
+fn approve_without_a_policy_file_applies_the_approver_defaults() {
+    // A server that gates tools by its defaults (the proxy) leaves no policy file for the
+    // approver; the draft still needs a person, through the CLI.
+    let env = Env::new();
+    let d = env.propose(r#"{"title":"x"}"#);
+    std::fs::remove_file(env.home().join("countersign.toml")).expect("rm policy");
+    let out = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        "approved"
     );
 }
 

@@ -71,13 +71,25 @@ fn failure(e: &countersign_gate::Error) -> Failure {
     f
 }
 
-/// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`. Unreadable → fail closed.
+/// What an approver without a policy file of their own applies: every drafted tool needs a
+/// person's approval through the CLI, with the default approval lifetime. A draft exists only
+/// because a server's policy already sent the call to approval, so this adds no way in.
+const APPROVER_DEFAULTS: &str = "[defaults]\nmode = \"approval\"\n";
+
+/// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`. A named file that cannot
+/// be read fails closed; only the default location may be absent (see [`APPROVER_DEFAULTS`]).
 fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
     let path: PathBuf = match &ctx.config {
         Some(p) => p.clone(),
-        None => countersign_replay::home_dir()
-            .map_err(|e| Failure::environment("CONFIG_INVALID", e.to_string()))?
-            .join("countersign.toml"),
+        None => {
+            let path = countersign_replay::home_dir()
+                .map_err(|e| Failure::environment("CONFIG_INVALID", e.to_string()))?
+                .join("countersign.toml");
+            if !path.exists() {
+                return Policy::from_toml(APPROVER_DEFAULTS).map_err(|e| failure(&e));
+            }
+            path
+        }
     };
     Policy::load(&path).map_err(|e| failure(&e))
 }
