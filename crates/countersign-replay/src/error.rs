@@ -45,6 +45,11 @@ impl Error {
         matches!(self, Error::Unavailable(_) | Error::Full(_))
     }
 
+    // Only the persistent backends fail this way.
+    #[cfg_attr(
+        not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
+        allow(dead_code)
+    )]
     pub(crate) fn unavailable(what: &str, err: impl std::fmt::Display) -> Self {
         Error::Unavailable(format!("{what}: {err}"))
     }

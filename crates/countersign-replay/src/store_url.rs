@@ -162,6 +162,10 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), Error> {
 }
 
 /// Creates `path` with mode 0600 if it does not exist yet, so the store never appears world-readable.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
+    allow(dead_code)
+)]
 pub(crate) fn create_private_file(path: &Path) -> Result<(), Error> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create(true).truncate(false);
