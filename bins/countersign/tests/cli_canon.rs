@@ -175,3 +175,43 @@ fn manifest_lists_leaves_flags_and_revision() {
     let bad = run(&["manifest"], b"[");
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn args_and_tool_digests_cover_only_what_the_contract_names() {
+    let digest = |domain: &str, input: &[u8]| {
+        let out = run(&["digest", "--domain", domain], input);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    // `dry_run` and `confirmation_token` steer the gate; only at the top level are they dropped.
+    let plain = digest("args", br#"{"a":1}"#);
+    assert_eq!(
+        plain,
+        digest(
+            "args",
+            br#"{"dry_run":true,"a":1,"confirmation_token":"x"}"#
+        )
+    );
+    assert_ne!(
+        digest("args", br#"{"a":{"dry_run":true}}"#),
+        digest("args", br#"{"a":{}}"#)
+    );
+    // The same value under another domain is another digest.
+    assert_ne!(plain, digest("fingerprint", br#"{"a":1}"#));
+    // A tool digest ignores members outside name, description, inputSchema and annotations.
+    let tool = br#"{"name":"t","description":"d","inputSchema":{"type":"object"}}"#;
+    assert_eq!(
+        digest("tool", tool),
+        digest(
+            "tool",
+            br#"{"title":"T","name":"t","description":"d","inputSchema":{"type":"object"}}"#
+        )
+    );
+    assert_ne!(
+        digest("tool", tool),
+        digest(
+            "tool",
+            br#"{"name":"t","description":"D","inputSchema":{"type":"object"}}"#
+        )
+    );
+}

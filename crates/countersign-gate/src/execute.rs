@@ -144,10 +144,20 @@ impl Gate {
             None => return Err(Error::store("transaction did not run")),
         };
         // The journal says "running" now; from here a crash means OUTCOME_UNKNOWN, never a rerun.
-        let args = envelope_value(&draft)
+        // The claim already checked these bytes against the revision; if they still cannot be
+        // read back, nothing runs: the run is recorded as a terminal failure, never called with
+        // anything but the approved arguments.
+        let Some(args) = envelope_value(&draft)
             .ok()
             .and_then(|v| v.pointer("/args").cloned())
-            .unwrap_or(Value::Null);
+        else {
+            let refused = Err(ActionError::terminal(
+                "the approved envelope could not be read back; nothing was run",
+            ));
+            self.record_outcome(&id, operation_id, &attempt.tag, &refused)
+                .await;
+            return Err(Error::Tampered);
+        };
         let call = ActionCall {
             draft_id: id.clone(),
             revision,

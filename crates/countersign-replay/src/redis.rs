@@ -88,14 +88,18 @@ impl ReplayLedger for RedisLedger {
         binding: &Digest,
         expires_at_unix_ms: i64,
     ) -> Result<Consumption, Error> {
-        let until = retain_until(expires_at_unix_ms, crate::now_unix_ms(), self.grace);
+        let now = crate::now_unix_ms();
+        let until = retain_until(expires_at_unix_ms, now, self.grace);
+        // A relative lifetime, not `PXAT`: Redis expires keys by its own clock, and a local clock
+        // behind the server's would otherwise drop a fresh entry at once and re-open the nonce.
+        let keep_ms = until.saturating_sub(now).max(1);
         let mut conn = self.conn.clone();
         let reply: Option<String> = redis::cmd("SET")
             .arg(self.key(nonce))
             .arg(&binding.as_bytes()[..])
             .arg("NX")
-            .arg("PXAT")
-            .arg(until)
+            .arg("PX")
+            .arg(keep_ms)
             .query_async(&mut conn)
             .await
             .map_err(redis_err)?;

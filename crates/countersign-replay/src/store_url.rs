@@ -89,11 +89,43 @@ impl fmt::Debug for StoreUrl {
     }
 }
 
-/// `scheme://user:secret@host` → `scheme://user:***@host`.
+/// `scheme://user:secret@host/db?password=x` → `scheme://user:***@host/db?password=***`.
 fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(redact_query(query))),
+        None => (rest, None),
+    };
+    let base = redact_userinfo(scheme, rest);
+    match query {
+        Some(q) => format!("{base}?{q}"),
+        None => base,
+    }
+}
+
+/// Hides the values of query parameters that carry credentials (libpq's `password`,
+/// `sslpassword`, and anything else named like a secret).
+fn redact_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((name, _)) if is_secret_param(name) => format!("{name}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["password", "passwd", "secret", "token", "key"]
+        .iter()
+        .any(|word| name.contains(word))
+}
+
+fn redact_userinfo(scheme: &str, rest: &str) -> String {
     let authority_end = rest.find('/').unwrap_or(rest.len());
     let (authority, tail) = rest.split_at(authority_end);
     match authority.rsplit_once('@') {
@@ -105,7 +137,7 @@ fn redact(url: &str) -> String {
                 format!("{scheme}://{user}@{host}{tail}")
             }
         }
-        None => url.to_owned(),
+        None => format!("{scheme}://{rest}"),
     }
 }
 
@@ -182,6 +214,22 @@ pub(crate) fn create_private_file(path: &Path) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn display_hides_passwords_in_userinfo_and_query() {
+        let url = StoreUrl::parse(
+            "postgres://app:s3cret@db.internal/test?sslmode=require&password=hunter2&sslpassword=x",
+        )
+        .unwrap();
+        let shown = url.to_string();
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("app:***@db.internal/test"), "{shown}");
+        assert!(shown.contains("sslmode=require"), "{shown}");
+        assert!(shown.contains("password=***"), "{shown}");
+        let plain = StoreUrl::parse("redis://127.0.0.1:6379").unwrap();
+        assert_eq!(plain.to_string(), "redis://127.0.0.1:6379");
+    }
 
     #[test]
     fn parses_every_contract_form() {

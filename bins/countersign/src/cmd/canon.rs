@@ -6,7 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use countersign_canon::{Domain, Limits, Profile};
+use countersign_canon::{Domain, Limits, Profile, Value};
+
+/// The members of a tool definition the `countersign/v1/tool` digest covers (CONTRACT section 3).
+const TOOL_MEMBERS: [&str; 4] = ["name", "description", "inputSchema", "annotations"];
 
 use crate::output::{Ctx, Failure, Report, read_input};
 
@@ -85,9 +88,36 @@ pub(crate) fn digest(_ctx: &Ctx, args: DigestArgs) -> Result<Report, Failure> {
         }
         countersign_canon::digest(domain, &input)
     } else {
-        let bytes = countersign_canon::canonicalize(&input, Profile::CountersignV1, &limits)
-            .map_err(invalid)?;
-        countersign_canon::digest(domain, &bytes)
+        match domain {
+            // The contract's `args` digest leaves out the members that steer the gate.
+            Domain::Args => {
+                let value = countersign_canon::parse(&input, Profile::CountersignV1, &limits)
+                    .map_err(invalid)?;
+                countersign_canon::args_digest(&value)
+            }
+            // The `tool` digest covers only what a tool definition declares to its callers.
+            Domain::Tool => {
+                let mut value = countersign_canon::parse(&input, Profile::CountersignV1, &limits)
+                    .map_err(invalid)?;
+                if let Value::Object(members) = &mut value {
+                    let other: Vec<String> = members
+                        .keys()
+                        .filter(|k| !TOOL_MEMBERS.contains(k))
+                        .map(str::to_owned)
+                        .collect();
+                    for name in other {
+                        members.remove(&name);
+                    }
+                }
+                countersign_canon::digest(domain, &value.to_canonical_bytes())
+            }
+            _ => {
+                let bytes =
+                    countersign_canon::canonicalize(&input, Profile::CountersignV1, &limits)
+                        .map_err(invalid)?;
+                countersign_canon::digest(domain, &bytes)
+            }
+        }
     };
     let hex = digest.to_hex();
     Ok(Report::text(

@@ -106,6 +106,12 @@ fn empty_policy() -> Result<Policy, Failure> {
     Policy::from_toml("").map_err(|e| failure(&e))
 }
 
+/// A name from the agent's side (a tool name) as a terminal may show it: escape sequences and
+/// invisible characters escaped, so it cannot repaint the screen above the y/N prompt.
+fn shown(text: &str) -> String {
+    countersign_canon::show_escaped(text).0
+}
+
 fn now_ms() -> i64 {
     countersign_replay::now_unix_ms()
 }
@@ -137,7 +143,7 @@ pub(crate) fn review(ctx: &Ctx, _args: ReviewArgs) -> Result<Report, Failure> {
             human.push_str(&format!(
                 "{}  {}  {}  {}\n",
                 d.id,
-                d.action,
+                shown(&d.action),
                 age(d.created_at),
                 d.revision
             ));
@@ -210,7 +216,7 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
     format!(
         "draft     {}\naction    {}\nstate     {}\nrisk      {}\nrevision  {} (of {})\n\n{}\nrevision {}\n",
         d.id,
-        d.action,
+        shown(&d.action),
         d.state.name(),
         d.risk,
         d.seq,
@@ -309,7 +315,8 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
     }
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
-        m.revision, d.action
+        m.revision,
+        shown(&d.action)
     ));
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());

@@ -127,10 +127,28 @@ async fn mint(ctx: &Ctx, args: MintArgs) -> Result<Report, Failure> {
     ))
 }
 
+/// The latest `--at` accepted: 9999-12-31T23:59:59Z. Later values are input errors, not
+/// configuration errors, and keep every `exp` computation far from overflow.
+const LATEST_AT: i64 = 253_402_300_799;
+
+/// How far `--at` may sit from the real clock together with `--consume` (the default skew).
+const CONSUME_CLOCK_TOLERANCE_SECS: u64 = 60;
+
 async fn verify(ctx: &Ctx, args: VerifyArgs) -> Result<Report, Failure> {
     let call = Call::read(&args.call)?;
     let config = config_from_env()?;
     let keyring = load_keyring(ctx)?;
+    if args.consume {
+        // A ledger keeps a nonce only until the token's expiry by the real clock; a token made to
+        // look fresh by a moved clock could outlive its ledger entry and be spent twice.
+        let real = SystemClock.now_unix();
+        if call.now.abs_diff(real) > CONSUME_CLOCK_TOLERANCE_SECS {
+            return Err(Failure::invalid(
+                "INVALID_ARGUMENT",
+                "--at cannot move the clock when consuming: --consume uses the real time",
+            ));
+        }
+    }
     let (claims, kid) = if args.consume {
         let guard = replay_guard(ctx).await?.ok_or_else(|| {
             Failure::environment("STORE_UNAVAILABLE", "no replay store in this build")
@@ -202,10 +220,10 @@ impl Call {
             }
         };
         let now = match a.at {
-            Some(at) if at < 0 => {
+            Some(at) if !(0..=LATEST_AT).contains(&at) => {
                 return Err(Failure::invalid(
                     "INVALID_ARGUMENT",
-                    "--at must be Unix seconds, not negative",
+                    format!("--at must be Unix seconds between 0 and {LATEST_AT}"),
                 ));
             }
             Some(at) => at,
