@@ -7,6 +7,7 @@
 use crate::digest::{Digest, Domain, Revision, digest};
 use crate::nfc::nfc;
 use crate::value::{Object, Value};
+use crate::write::write_string;
 
 /// Who a call is made for; each part only when known.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -73,7 +74,22 @@ impl Envelope {
 
     /// The canonical bytes of the envelope.
     pub fn to_canonical_bytes(&self) -> Vec<u8> {
-        self.to_value().to_canonical_bytes()
+        // Written in place rather than through `to_value`, which would copy the arguments; the
+        // members are in canonical order (UTF-16 code units of their names), as `to_value`'s
+        // object would hold them, and a test holds the two forms equal.
+        let mut out = Vec::with_capacity(self.args.size_hint() + self.action.len() + 160);
+        out.extend_from_slice(b"{\"action\":");
+        write_string(&nfc(&self.action), &mut out);
+        out.extend_from_slice(b",\"args\":");
+        self.args.write_canonical(&mut out);
+        if let Some(principal) = self.principal.to_value() {
+            out.extend_from_slice(b",\"principal\":");
+            principal.write_canonical(&mut out);
+        }
+        out.extend_from_slice(b",\"tool\":\"");
+        out.extend_from_slice(self.tool.to_hex().as_bytes());
+        out.extend_from_slice(b"\",\"v\":1}");
+        out
     }
 
     /// `digest("countersign/v1/revision", canonical bytes)`.
@@ -85,17 +101,26 @@ impl Envelope {
 /// The `countersign/v1/args` digest: the arguments less the top-level members `dry_run` and
 /// `confirmation_token`, which steer the gate and are not part of what is approved.
 pub fn args_digest(args: &Value) -> Digest {
-    let bytes = match args {
-        Value::Object(object)
-            if object.contains_key("dry_run") || object.contains_key("confirmation_token") =>
-        {
-            let mut object = object.clone();
-            object.remove("dry_run");
-            object.remove("confirmation_token");
-            Value::Object(object).to_canonical_bytes()
+    let mut bytes = Vec::with_capacity(args.size_hint());
+    match args {
+        Value::Object(object) => {
+            // The object written without the two steering members, never copied.
+            bytes.push(b'{');
+            let kept = object
+                .iter()
+                .filter(|(name, _)| !matches!(*name, "dry_run" | "confirmation_token"));
+            for (i, (name, value)) in kept.enumerate() {
+                if i > 0 {
+                    bytes.push(b',');
+                }
+                write_string(name, &mut bytes);
+                bytes.push(b':');
+                value.write_canonical(&mut bytes);
+            }
+            bytes.push(b'}');
         }
-        other => other.to_canonical_bytes(),
-    };
+        other => other.write_canonical(&mut bytes),
+    }
     digest(Domain::Args, &bytes)
 }
 
@@ -142,5 +167,57 @@ mod tests {
         assert_eq!(args_digest(&plain), args_digest(&steered));
         assert_eq!(args_digest(&plain), digest(Domain::Args, br#"{"a":1}"#));
         assert_ne!(args_digest(&plain), args_digest(&nested));
+    }
+
+    #[test]
+    fn written_forms_equal_the_value_forms() {
+        let tool = digest(Domain::Tool, b"{}");
+        let principals = [
+            Principal::default(),
+            Principal {
+                tenant: Some("acme".into()),
+                subject: Some("Cafe\u{301}".into()),
+                session: Some("s-1".into()),
+            },
+            Principal {
+                session: Some("only".into()),
+                ..Principal::default()
+            },
+        ];
+        for principal in principals {
+            let envelope = Envelope {
+                action: "re\u{301}sume\"\n".into(),
+                args: value(r#"{"b":[1,2.5,"x\u0001"],"a":{"t":null},"z":true}"#),
+                tool,
+                principal,
+            };
+            assert_eq!(
+                envelope.to_canonical_bytes(),
+                envelope.to_value().to_canonical_bytes()
+            );
+        }
+        for text in [
+            r#"{"dry_run":true,"b":1,"confirmation_token":"t","a":[{"dry_run":1}]}"#,
+            r#"{"dry_run":true}"#,
+            r#"{}"#,
+            r#"[{"dry_run":true}]"#,
+            r#""dry_run""#,
+        ] {
+            let args = value(text);
+            let expected = match &args {
+                Value::Object(o) => {
+                    let mut o = o.clone();
+                    o.remove("dry_run");
+                    o.remove("confirmation_token");
+                    Value::Object(o).to_canonical_bytes()
+                }
+                other => other.to_canonical_bytes(),
+            };
+            assert_eq!(
+                args_digest(&args),
+                digest(Domain::Args, &expected),
+                "{text}"
+            );
+        }
     }
 }

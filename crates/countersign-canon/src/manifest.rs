@@ -4,7 +4,7 @@
 //! must not lie by omission, so each character that renders as nothing, reorders text or looks
 //! like something else is flagged and shown as a visible `\u{…}` escape instead.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use crate::digest::Revision;
 use crate::value::{Value, escape_token};
@@ -76,16 +76,44 @@ impl Flags {
 
 /// Text with every flagged character written as `\u{…}` (lowercase hex), and the flags found.
 pub fn show_escaped(text: &str) -> (String, Flags) {
+    if plain(text) {
+        return (text.to_owned(), Flags::default());
+    }
     let mut flags = Flags::default();
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
+    let mut shown = String::with_capacity(text.len() + 16);
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
         if flags.note(c) {
-            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
-        } else {
-            shown.push(c);
+            shown.push_str(&text[start..i]);
+            start = i + c.len_utf8();
+            // Writing into a String cannot fail.
+            let _ = write!(shown, "\\u{{{:x}}}", u32::from(c));
         }
     }
+    shown.push_str(&text[start..]);
     (shown, flags)
+}
+
+/// The flags of `text`, without building the shown form.
+fn flags_of(text: &str) -> Flags {
+    let mut flags = Flags::default();
+    if !plain(text) {
+        for c in text.chars() {
+            flags.note(c);
+        }
+    }
+    flags
+}
+
+/// Whether `text` is printable ASCII and line feeds only, which no flag can touch. Tested in
+/// blocks without early exit so the loop vectorizes; most manifests are all plain text.
+fn plain(text: &str) -> bool {
+    let ok = |c: &u8| c.wrapping_sub(0x20) < 0x5F || *c == b'\n';
+    let mut blocks = text.as_bytes().chunks_exact(16);
+    let whole = blocks
+        .by_ref()
+        .all(|block| block.iter().fold(true, |all, c| all & ok(c)));
+    whole && blocks.remainder().iter().all(ok)
 }
 
 /// One leaf of the manifest.
@@ -148,8 +176,8 @@ fn walk(
     match v {
         Value::Array(items) if !items.is_empty() => {
             for (i, item) in items.iter().enumerate() {
-                pointer.push('/');
-                pointer.push_str(&i.to_string());
+                // Writing into a String cannot fail.
+                let _ = write!(pointer, "/{i}");
                 walk(item, pointer, name_flags, is_hidden, hidden, entries);
                 pointer.truncate(at);
             }
@@ -158,7 +186,7 @@ fn walk(
             for (name, item) in object.iter() {
                 pointer.push('/');
                 escape_token(name, pointer);
-                let (_, flags) = show_escaped(name);
+                let flags = flags_of(name);
                 walk(
                     item,
                     pointer,
@@ -173,11 +201,14 @@ fn walk(
         leaf => {
             let mut bytes = Vec::new();
             leaf.write_canonical(&mut bytes);
-            let value = String::from_utf8_lossy(&bytes).into_owned();
+            let value = match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            };
             let (shown, mut value_flags) = show_escaped(&value);
             // Canonical JSON already escapes C0 controls, so look at the raw text as well.
             if let Value::String(s) = leaf {
-                value_flags = merge(value_flags, show_escaped(s).1);
+                value_flags = merge(value_flags, flags_of(s));
             }
             let (shown_pointer, _) = show_escaped(pointer);
             entries.push(ManifestEntry {
@@ -265,5 +296,48 @@ impl fmt::Display for Manifest {
             f.write_str("\n")?;
         }
         writeln!(f, "revision {}", self.revision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition: every character looked at, flagged ones escaped.
+    fn reference(text: &str) -> (String, Flags) {
+        let mut flags = Flags::default();
+        let mut shown = String::new();
+        for c in text.chars() {
+            if flags.note(c) {
+                shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            } else {
+                shown.push(c);
+            }
+        }
+        (shown, flags)
+    }
+
+    #[test]
+    fn fast_paths_agree_with_the_definition() {
+        let filler = "plain text, 0123456789 ~ with a line\nfeed and more words";
+        for special in [
+            "\t",
+            "\u{7f}",
+            "\u{85}",
+            "\u{200b}",
+            "\u{202e}",
+            "é",
+            "\u{e0041}",
+            "\r",
+        ] {
+            for at in 0..=filler.len() {
+                let text = format!("{}{special}{}", &filler[..at], &filler[at..]);
+                assert_eq!(show_escaped(&text), reference(&text), "{text:?}");
+                assert_eq!(flags_of(&text), reference(&text).1, "{text:?}");
+            }
+            let short = &filler[..filler.len().min(20)];
+            assert_eq!(show_escaped(short), reference(short));
+            assert!(!flags_of(short).any());
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! whitespace. The walk recurses once per level; parsed values are never deeper than
 //! [`crate::Limits::max_depth`].
 
+use crate::parse::ends_run;
 use crate::value::Value;
 
 /// Integers of at most this magnitude are written by the integer path; ECMAScript prints every
@@ -69,9 +70,28 @@ impl Value {
 
     /// The canonical bytes of this value.
     pub fn to_canonical_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(self.size_hint());
         self.write_canonical(&mut out);
         out
+    }
+
+    /// About how many bytes the canonical text takes (exact unless strings need escapes or
+    /// numbers are not small integers), so the output is allocated once instead of doubling.
+    pub(crate) fn size_hint(&self) -> usize {
+        match self {
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(_) => 8,
+            Value::String(s) => s.len() + 2,
+            Value::Array(items) => items.iter().map(|v| v.size_hint() + 1).sum::<usize>() + 2,
+            Value::Object(object) => {
+                object
+                    .iter()
+                    .map(|(name, v)| name.len() + 4 + v.size_hint())
+                    .sum::<usize>()
+                    + 2
+            }
+        }
     }
 }
 
@@ -107,20 +127,51 @@ fn write_u64(mut n: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[i..]);
 }
 
+/// Whether any byte of `bytes` needs an escape, eight at a time; the last partial word is
+/// padded with a byte that never does.
+fn needs_escape(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    let any = words
+        .by_ref()
+        .filter_map(|w| <[u8; 8]>::try_from(w).ok())
+        .any(|w| ends_run(u64::from_le_bytes(w)));
+    let rest = words.remainder();
+    let mut last = [b'a'; 8];
+    last[..rest.len()].copy_from_slice(rest);
+    any || ends_run(u64::from_le_bytes(last))
+}
+
 /// Writes a string with the minimal escapes of RFC 8785.
 pub(crate) fn write_string(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
+    if !needs_escape(bytes) {
+        // Nearly every string: one copy, whatever its length.
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return;
+    }
+    // Runs without a byte to escape are copied whole; eight bytes are tested at a time.
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        let word = bytes
+            .get(i..i + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok());
+        if word.is_some_and(|w| !ends_run(u64::from_le_bytes(w))) {
+            i += 8;
+            continue;
+        }
+        let b = bytes[i];
+        i += 1;
         let escape = match ESCAPES.get(usize::from(b)) {
             Some(&e) if e != 0 => e,
             _ => continue,
         };
-        out.extend_from_slice(&bytes[start..i]);
-        start = i + 1;
+        out.extend_from_slice(&bytes[start..i - 1]);
+        start = i;
         if escape == b'u' {
             out.extend_from_slice(b"\\u00");
             out.push(HEX[usize::from(b >> 4)]);
@@ -166,5 +217,46 @@ mod tests {
             String::from_utf8(out).expect("utf-8"),
             "\"a\\\"\\\\/\\b\\f\\n\\r\\t\\u0001\\u001f\u{7f}é\u{2028}\""
         );
+    }
+
+    #[test]
+    fn long_strings_match_a_byte_by_byte_writer() {
+        // Escapes at every offset around the eight-byte steps, in ASCII and non-ASCII runs.
+        for filler in [
+            "abcdefghijklmnopqrstuvwxyz0123456789",
+            "é漢字ßü€𝄞aé漢字ßü€𝄞b",
+        ] {
+            for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{7f}", " "] {
+                for at in 0..filler.len() {
+                    let Some((head, tail)) = filler.split_at_checked(at) else {
+                        continue;
+                    };
+                    let s = format!("{head}{special}{tail}{special}");
+                    let mut out = Vec::new();
+                    write_string(&s, &mut out);
+                    let expected = serde_json::to_string(&s).expect("string");
+                    assert_eq!(String::from_utf8(out).expect("utf-8"), expected, "{s:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_strings_match_serde_json() {
+        for len in 0..=17 {
+            let plain = &"abcdefghijklmnopq"[..len];
+            let mut cases = vec![plain.to_owned()];
+            for at in 0..len {
+                for special in ["\"", "\\", "\t", "\u{0}", "\u{7f}"] {
+                    cases.push(format!("{}{special}{}", &plain[..at], &plain[at + 1..]));
+                }
+            }
+            for s in cases {
+                let mut out = Vec::new();
+                write_string(&s, &mut out);
+                let expected = serde_json::to_string(&s).expect("string");
+                assert_eq!(String::from_utf8(out).expect("utf-8"), expected, "{s:?}");
+            }
+        }
     }
 }

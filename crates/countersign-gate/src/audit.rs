@@ -39,8 +39,12 @@ impl AuditEvent {
     /// Adds a text field (truncated to 256 characters: records are evidence, not storage).
     #[must_use]
     pub fn text(mut self, name: &'static str, value: &str) -> Self {
-        let v: String = value.chars().take(256).collect();
-        self.fields.insert(name, Value::String(v));
+        let end = value
+            .char_indices()
+            .nth(256)
+            .map_or(value.len(), |(i, _)| i);
+        self.fields
+            .insert(name, Value::String(value[..end].to_owned()));
         self
     }
 

@@ -91,3 +91,22 @@ fn the_anchor_moves_forward_only_and_is_private() {
     std::fs::write(anchor.path(), "garbage").expect("write");
     assert_eq!(anchor.load().expect_err("bad").code(), "CONFIG_INVALID");
 }
+
+#[test]
+fn text_fields_keep_at_most_256_characters() {
+    let long = "é".repeat(300);
+    let event = AuditEvent::new("propose", 1)
+        .text("long", &long)
+        .text("exact", &"a".repeat(256))
+        .text("short", "abc");
+    let body = String::from_utf8(seal(None, event).body).expect("utf-8");
+    assert!(
+        body.contains(&format!("\"long\":\"{}\"", "é".repeat(256))),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!("\"exact\":\"{}\"", "a".repeat(256))),
+        "{body}"
+    );
+    assert!(body.contains("\"short\":\"abc\""), "{body}");
+}

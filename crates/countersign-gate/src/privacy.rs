@@ -69,23 +69,69 @@ pub fn scan_str(s: &str) -> Option<SecretKind> {
         return None;
     }
     let b = s.as_bytes();
-    // One pass: each position is tested only by the matchers whose first byte it holds.
-    (0..b.len())
-        .filter(|&i| TRIGGERS[usize::from(b[i])])
-        .find_map(|i| at(b, i))
+    // One pass: each position is tested only by the matchers whose first two bytes it holds.
+    // Every pattern is at least two bytes long, so the last byte never starts one. Positions
+    // are screened 32 at a time without branches (common letters start some pattern and would
+    // make a per-byte branch unpredictable); only the marked ones reach the matchers.
+    let pairs = b.len() - 1;
+    let mut base = 0;
+    while base < pairs {
+        let end = (base + 32).min(pairs);
+        let mut marks = 0u32;
+        for (bit, (&first, &second)) in b[base..end].iter().zip(&b[base + 1..=end]).enumerate() {
+            let hit = FIRST[usize::from(first)] & SECOND[usize::from(second)] != 0;
+            marks |= u32::from(hit) << bit;
+        }
+        while marks != 0 {
+            let i = base + marks.trailing_zeros() as usize;
+            if let Some(kind) = at(b, i) {
+                return Some(kind);
+            }
+            marks &= marks - 1;
+        }
+        base = end;
+    }
+    None
 }
 
-/// Bytes a credential pattern can start with.
-static TRIGGERS: [bool; 256] = {
-    let mut t = [false; 256];
-    let starts = b"-AgxsreS:bBpPa";
-    let mut i = 0;
-    while i < starts.len() {
-        t[starts[i] as usize] = true;
-        i += 1;
+/// The two-byte starts of the matchers in [`at`]: a position can start a pattern only when
+/// `FIRST[first] & SECOND[second]` is not zero. Each bit is one family (assigned names and
+/// `bearer` in any case).
+const STARTS: [(&[u8], &[u8]); 11] = [
+    (b"-", b"-"),
+    (b"A", b"KSI"),
+    (b"g", b"hi"),
+    (b"x", b"o"),
+    (b"sr", b"k"),
+    (b"e", b"y"),
+    (b":", b"/"),
+    (b"bB", b"eE"),
+    (b"pP", b"aA"),
+    (b"sS", b"eE"),
+    (b"aA", b"pPcC"),
+];
+
+static FIRST: [u16; 256] = start_table(true);
+static SECOND: [u16; 256] = start_table(false);
+
+const fn start_table(first: bool) -> [u16; 256] {
+    let mut t = [0u16; 256];
+    let mut family = 0;
+    while family < STARTS.len() {
+        let bytes = if first {
+            STARTS[family].0
+        } else {
+            STARTS[family].1
+        };
+        let mut i = 0;
+        while i < bytes.len() {
+            t[bytes[i] as usize] |= 1 << family;
+            i += 1;
+        }
+        family += 1;
     }
     t
-};
+}
 
 fn at(b: &[u8], i: usize) -> Option<SecretKind> {
     let rest = &b[i..];

@@ -1,6 +1,8 @@
 //! Reading drafts the way a person and a verifier must: full revisions only, manifests recomputed
 //! from the stored bytes, and the privacy scan over a parsed value.
 
+use std::fmt::Write as _;
+
 use countersign_canon::{Digest, Limits, Manifest, Profile, Revision, Value};
 
 use crate::error::{Error, Result};
@@ -20,29 +22,43 @@ pub fn parse_revision(s: &str) -> Result<Revision> {
 
 /// The first credential found in any string (member names included), with its pointer.
 pub fn scan_value(v: &Value) -> Option<(privacy::SecretKind, String)> {
-    fn walk(v: &Value, pointer: &mut String) -> Option<(privacy::SecretKind, String)> {
-        let at = pointer.len();
+    /// One step of the path to the value being scanned; the pointer text is only built for a hit.
+    enum Step<'v> {
+        Index(usize),
+        Name(&'v str),
+    }
+    fn pointer(path: &[Step<'_>]) -> String {
+        let mut pointer = String::new();
+        for step in path {
+            match step {
+                // Writing into a String cannot fail.
+                Step::Index(i) => drop(write!(pointer, "/{i}")),
+                Step::Name(name) => privacy::push_token(&mut pointer, name),
+            }
+        }
+        pointer
+    }
+    fn walk<'v>(v: &'v Value, path: &mut Vec<Step<'v>>) -> Option<(privacy::SecretKind, String)> {
         match v {
-            Value::String(s) => privacy::scan_str(s).map(|k| (k, pointer.clone())),
+            Value::String(s) => privacy::scan_str(s).map(|k| (k, pointer(path))),
             Value::Array(items) => items.iter().enumerate().find_map(|(i, item)| {
-                pointer.push('/');
-                pointer.push_str(&i.to_string());
-                let found = walk(item, pointer);
-                pointer.truncate(at);
+                path.push(Step::Index(i));
+                let found = walk(item, path);
+                path.pop();
                 found
             }),
             Value::Object(o) => o.iter().find_map(|(name, item)| {
-                privacy::push_token(pointer, name);
+                path.push(Step::Name(name));
                 let found = privacy::scan_str(name)
-                    .map(|k| (k, pointer.clone()))
-                    .or_else(|| walk(item, pointer));
-                pointer.truncate(at);
+                    .map(|k| (k, pointer(path)))
+                    .or_else(|| walk(item, path));
+                path.pop();
                 found
             }),
             _ => None,
         }
     }
-    walk(v, &mut String::new())
+    walk(v, &mut Vec::new())
 }
 
 /// The tool digest recorded in a draft's envelope.

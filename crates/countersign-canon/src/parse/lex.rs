@@ -29,7 +29,7 @@ const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
 /// Whether any byte of `word` is `"`, `\\` or below 0x20. It may also say yes for a byte after
 /// one that is; the caller then rescans byte by byte, so that costs only time.
-fn ends_run(word: u64) -> bool {
+pub(crate) fn ends_run(word: u64) -> bool {
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
     let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
     let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
