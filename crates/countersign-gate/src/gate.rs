@@ -19,6 +19,7 @@ use crate::owner::Owner;
 use crate::policy::{Channel, Mode, Policy, ToolPolicy};
 use crate::state::{Approval, State};
 use crate::store::{Commit, GateStore, Snapshot, TxKeys};
+use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS};
 use crate::view::{parse_revision, scan_value, tool_digest};
 
 /// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
@@ -99,7 +100,11 @@ impl Gate {
     /// Replaces the canonicalization limits for arguments.
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
+        // Capped so that every envelope built around accepted arguments can be read back.
+        self.limits = Limits {
+            max_depth: limits.max_depth.min(MAX_ARGS_LIMITS.max_depth),
+            max_size: limits.max_size.min(MAX_ARGS_LIMITS.max_size),
+        };
         self
     }
 
@@ -225,6 +230,10 @@ impl Gate {
             principal: p.principal,
         };
         let canonical = envelope.to_canonical_bytes();
+        if let Err(e) = fits_stored(&canonical) {
+            self.audit_only(event.outcome(Err(&e))).await;
+            return Err(e);
+        }
         let revision = Revision::of_canonical(&canonical);
         let draft = Draft {
             id: DraftId::random(),
@@ -304,6 +313,10 @@ impl Gate {
             }
         };
         let canonical = envelope.to_canonical_bytes();
+        if let Err(e) = fits_stored(&canonical) {
+            self.audit_only(event.outcome(Err(&e))).await;
+            return Err(e);
+        }
         let revision = Revision::of_canonical(&canonical);
         let mut verdict: Option<Result<Draft>> = None;
         let mut step = |snap: Snapshot| {
@@ -449,4 +462,19 @@ impl Gate {
             .filter(|d| d.state.is_open() && now < d.expires_at)
             .collect())
     }
+}
+
+/// Refuses an envelope the gate could not read back (`STORED_LIMITS`): the arguments were within
+/// the limits, but the envelope around them — action name, principal — is not.
+fn fits_stored(canonical: &[u8]) -> Result<()> {
+    if canonical.len() > STORED_LIMITS.max_size {
+        return Err(Error::InvalidArgument {
+            rule: "TOO_LARGE",
+            message: format!(
+                "the envelope is larger than the limit of {} bytes",
+                STORED_LIMITS.max_size
+            ),
+        });
+    }
+    Ok(())
 }

@@ -61,9 +61,24 @@ pub fn scan_value(v: &Value) -> Option<(privacy::SecretKind, String)> {
     walk(v, &mut Vec::new())
 }
 
+/// The largest arguments a gate accepts, whatever its configuration: the envelope around them
+/// must still fit [`STORED_LIMITS`].
+pub(crate) const MAX_ARGS_LIMITS: Limits = Limits {
+    max_depth: 256,
+    max_size: 16 << 20,
+};
+
+/// Limits for re-reading envelopes the gate stored itself (their digest is checked first): one
+/// level deeper than any accepted arguments, and room for the envelope's own members. Propose
+/// and revise refuse an envelope larger than this, so what was stored can always be read back.
+pub(crate) const STORED_LIMITS: Limits = Limits {
+    max_depth: MAX_ARGS_LIMITS.max_depth + 2,
+    max_size: MAX_ARGS_LIMITS.max_size + (1 << 20),
+};
+
 /// The tool digest recorded in a draft's envelope.
 pub(crate) fn tool_digest(draft: &Draft) -> Result<Digest> {
-    let v = countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &Limits::DEFAULT)
+    let v = countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &STORED_LIMITS)
         .map_err(|_| Error::Tampered)?;
     v.pointer("/tool")
         .and_then(Value::as_str)
@@ -79,7 +94,7 @@ pub fn envelope_value(draft: &Draft) -> Result<Value> {
     if !draft.is_intact() {
         return Err(Error::Tampered);
     }
-    countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &Limits::DEFAULT)
+    countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &STORED_LIMITS)
         .map_err(|_| Error::Tampered)
 }
 
@@ -88,7 +103,7 @@ pub fn envelope_value(draft: &Draft) -> Result<Value> {
 /// # Errors
 /// `STORE_TAMPERED` when the bytes do not parse.
 pub fn manifest_of(canonical: &[u8], hidden: &[String]) -> Result<Manifest> {
-    let v = countersign_canon::parse(canonical, Profile::CountersignV1, &Limits::DEFAULT)
+    let v = countersign_canon::parse(canonical, Profile::CountersignV1, &STORED_LIMITS)
         .map_err(|_| Error::Tampered)?;
     let is_hidden = |p: &str| {
         p.strip_prefix("/args")

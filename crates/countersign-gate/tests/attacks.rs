@@ -469,3 +469,31 @@ async fn a_credential_as_operation_id_is_blocked_and_not_recorded() {
     // The approval is untouched: a proper id still runs.
     assert_eq!(w.run(&d, &d.revision.to_hex(), "op-1").await, Ok(false));
 }
+
+/// Arguments right at the limits (64 levels deep, just under 1 MiB) are stored inside an envelope
+/// one level deeper and larger; they must read back, approve and run, never look tampered.
+#[tokio::test]
+async fn arguments_at_the_limits_still_read_back_and_run_once() {
+    let w = world();
+    let mut deep = String::from(r#"{"title":"deep","body":"#);
+    deep.push_str(&"[".repeat(62));
+    deep.push_str(&"]".repeat(62));
+    deep.push('}');
+    let big = format!(
+        r#"{{"title":"big","body":"{}"}}"#,
+        "x".repeat((1 << 20) - 40)
+    );
+    for args in [deep, big] {
+        let d = w.draft(&args).await;
+        let stored = w.gate.draft(d.id.as_str()).await.expect("stored draft");
+        let shown = countersign_gate::manifest(&stored);
+        assert!(shown.is_ok(), "manifest: {:?}", shown.err());
+        w.approve(&d).await;
+        let before = w.calls();
+        let op = format!("op-{}", d.id);
+        assert_eq!(w.run(&d, &d.revision.to_hex(), &op).await, Ok(false));
+        assert_eq!(w.calls(), before + 1);
+        assert_eq!(w.run(&d, &d.revision.to_hex(), &op).await, Ok(true));
+        assert_eq!(w.calls(), before + 1);
+    }
+}
