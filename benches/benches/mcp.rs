@@ -1,12 +1,16 @@
 //! MCP benchmarks through real stdio, in one run: the same read-only call made directly to an
 //! upstream server and through the `countersign-mcp` proxy (the pass-through overhead), and a
 //! gated `countersign_execute` of an approved draft on SQLite (the gate's own share is its time
-//! minus the pass-through call through the same proxy).
+//! minus the pass-through call through the same path).
 //!
-//! The bench executable plays all three parts, so nothing must be built beforehand: started
-//! with `--role upstream` it is a small MCP server (`echo`, read-only; `write`, a no-op that
-//! needs approval); with `--role proxy` it runs the library's proxy exactly as the
-//! `countersign-mcp` binary wires it (guarded stdio, `Gated<Proxy>`, SQLite store).
+//! The bench executable plays all parts, so nothing must be built beforehand: started with
+//! `--role upstream` it is a small MCP server (`echo`, read-only; `write`, a no-op that needs
+//! approval; with `announce` it promises `tools/list_changed` notifications); with
+//! `--role proxy STORE` it runs the library's proxy exactly as the `countersign-mcp` binary
+//! wires it (`proxy::serve_stdio`: guarded stdio, byte relay for pass-through calls,
+//! `Gated<Proxy>`, SQLite store) in front of an announcing upstream. `--role proxy STORE typed`
+//! is the earlier wiring kept as the in-run baseline: every call through a second rmcp session
+//! and a fresh tool listing before each gated run (its upstream does not announce changes).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -29,11 +33,18 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-struct Bench;
+struct Bench {
+    announce: bool,
+}
 
 impl ServerHandler for Bench {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let tools = ServerCapabilities::builder().enable_tools();
+        ServerConfig::new(if self.announce {
+            tools.enable_tool_list_changed().build()
+        } else {
+            tools.build()
+        })
     }
 
     async fn list_tools(
@@ -84,19 +95,31 @@ fn serve_role(role: &str, rest: &[String]) {
     rt.block_on(async {
         let exe = std::env::current_exe().expect("exe").display().to_string();
         match role {
-            "upstream" => serve_stdio(Bench).await.expect("upstream"),
+            "upstream" => {
+                let announce = rest.first().map(String::as_str) == Some("announce");
+                serve_stdio(Bench { announce }).await.expect("upstream");
+            }
             "proxy" => {
                 let options = Options {
                     store: rest.first().cloned(),
                     ..Options::default()
                 };
                 let core = Arc::new(options.build().await.expect("gate"));
-                let upstream = Upstream::start(vec![exe, "--role".into(), "upstream".into()])
-                    .await
-                    .expect("upstream");
-                serve_stdio(Gated::new(Proxy::new(upstream), core))
-                    .await
-                    .expect("proxy");
+                let typed = rest.get(1).map(String::as_str) == Some("typed");
+                let mut command = vec![exe, "--role".into(), "upstream".into()];
+                if !typed {
+                    command.push("announce".into());
+                }
+                let upstream = Upstream::start(command).await.expect("upstream");
+                if typed {
+                    serve_stdio(Gated::new(Proxy::new(upstream), core))
+                        .await
+                        .expect("proxy");
+                } else {
+                    countersign_mcp::proxy::serve_stdio(upstream, core)
+                        .await
+                        .expect("proxy");
+                }
             }
             other => panic!("unknown role {other}"),
         }
@@ -132,7 +155,7 @@ async fn in_process(core: Option<Arc<Countersign>>) -> Client {
     match core {
         None => {
             tokio::spawn(async move {
-                if let Ok(running) = Bench.serve(server_io).await {
+                if let Ok(running) = (Bench { announce: false }).serve(server_io).await {
                     let _ = running.waiting().await;
                 }
             });
@@ -141,7 +164,10 @@ async fn in_process(core: Option<Arc<Countersign>>) -> Client {
             let (read, write) = tokio::io::split(server_io);
             let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
             tokio::spawn(async move {
-                if let Ok(running) = Gated::new(Bench, core).serve(transport).await {
+                if let Ok(running) = Gated::new(Bench { announce: false }, core)
+                    .serve(transport)
+                    .await
+                {
                     let _ = running.waiting().await;
                 }
             });
@@ -202,10 +228,11 @@ fn main() {
     let home_path = home.path().to_path_buf();
     let db = home.path().join("bench.db");
     let store = format!("sqlite:{}", db.display());
-    let (direct, proxied) = rt.block_on(async {
+    let (direct, proxied, typed) = rt.block_on(async {
         (
             spawn(&["--role", "upstream"], &home_path).await,
             spawn(&["--role", "proxy", &store], &home_path).await,
+            spawn(&["--role", "proxy", &store, "typed"], &home_path).await,
         )
     });
     // The approver's side: the same store, as `countersign approve` opens it.
@@ -227,25 +254,35 @@ fn main() {
             black_box(direct.call_tool(params("echo", text)).await.expect("call"))
         });
     });
-    group.bench_function("proxy_pass_through", |b| {
-        b.to_async(&rt).iter(|| async {
-            black_box(proxied.call_tool(params("echo", text)).await.expect("call"))
+    for (name, client) in [
+        ("proxy_pass_through", &proxied),
+        ("proxy_pass_through_typed", &typed),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter(|| async {
+                black_box(client.call_tool(params("echo", text)).await.expect("call"))
+            });
         });
-    });
+    }
     let op = std::sync::atomic::AtomicU64::new(0);
-    group.bench_function("proxy_gated_execute", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let (proxied, approver, op) = (&proxied, &approver, &op);
-            async move {
-                let mut spent = Duration::ZERO;
-                for _ in 0..iters {
-                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    spent += timed_execute(proxied, approver, text, n).await;
+    for (name, client) in [
+        ("proxy_gated_execute", &proxied),
+        ("proxy_gated_execute_relist", &typed),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let (client, approver, op) = (client, &approver, &op);
+                async move {
+                    let mut spent = Duration::ZERO;
+                    for _ in 0..iters {
+                        let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        spent += timed_execute(client, approver, text, n).await;
+                    }
+                    spent
                 }
-                spent
-            }
+            });
         });
-    });
+    }
     group.finish();
 
     // The same three calls with no process hop: what the guard, the layer and the gate cost.
@@ -329,6 +366,7 @@ fn main() {
     rt.block_on(async {
         let _ = direct.cancel().await;
         let _ = proxied.cancel().await;
+        let _ = typed.cancel().await;
         let _ = bare.cancel().await;
         let _ = gated.cancel().await;
     });

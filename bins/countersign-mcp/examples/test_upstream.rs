@@ -2,13 +2,16 @@
 //! --upstream`. Its write tool appends one line to a file, so a test can count side effects
 //! exactly; its description can be changed while it runs (from a file named by
 //! `UPSTREAM_DESCRIPTION_FILE`), so a test can change a tool between approval and execution.
+//! With `UPSTREAM_ANNOUNCE` set it promises `tools/list_changed` notifications, and its
+//! `set_description` tool rewrites that file and announces the change.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
@@ -64,7 +67,17 @@ fn tools() -> Vec<Tool> {
         schema(json!({"type": "object"})),
     );
     crash.annotations = Some(ToolAnnotations::new().read_only(true));
-    vec![append, read, fail, slow, crash]
+    let mut set = Tool::new(
+        "set_description",
+        "Change the description of append_line and announce it.",
+        schema(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        })),
+    );
+    set.annotations = Some(ToolAnnotations::new().read_only(false));
+    vec![append, read, fail, slow, crash, set]
 }
 
 fn text(args: &serde_json::Map<String, Value>, name: &str) -> Result<String, McpError> {
@@ -76,7 +89,12 @@ fn text(args: &serde_json::Map<String, Value>, name: &str) -> Result<String, Mcp
 
 impl ServerHandler for Upstream {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let tools = ServerCapabilities::builder().enable_tools();
+        ServerConfig::new(if std::env::var_os("UPSTREAM_ANNOUNCE").is_some() {
+            tools.enable_tool_list_changed().build()
+        } else {
+            tools.build()
+        })
     }
 
     async fn list_tools(
@@ -90,7 +108,7 @@ impl ServerHandler for Upstream {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
@@ -140,6 +158,20 @@ impl ServerHandler for Upstream {
                 CallToolResult::error(vec![ContentBlock::text("the disk is on fire")])
             }
             "crash" => std::process::exit(17),
+            "set_description" => {
+                let file = std::env::var("UPSTREAM_DESCRIPTION_FILE")
+                    .map_err(|_| McpError::internal_error("no description file", None))?;
+                std::fs::write(file, text(&args, "text")?)
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                context
+                    .peer
+                    .send_notification(ServerNotification::ToolListChangedNotification(
+                        Default::default(),
+                    ))
+                    .await
+                    .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+                CallToolResult::success(vec![ContentBlock::text("description changed")])
+            }
             other => return Err(McpError::invalid_params(format!("no tool {other}"), None)),
         };
         Ok(result.into())

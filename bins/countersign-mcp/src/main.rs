@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy};
-use countersign_mcp::proxy::{Proxy, Upstream};
+use countersign_mcp::proxy::Upstream;
 use countersign_mcp::{Countersign, Error, Gated, Options, serve_stdio};
 
 /// Gate any MCP server's tool calls behind a person's approval of an exact revision.
@@ -108,6 +108,6 @@ async fn run(cli: Cli) -> Result<(), Error> {
     } else {
         let core: Countersign = options.build().await?;
         let upstream = Upstream::start(cli.command).await?;
-        serve_stdio(Gated::new(Proxy::new(upstream), Arc::new(core))).await
+        countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await
     }
 }

@@ -75,6 +75,19 @@ impl<H: ServerHandler> Gated<H> {
         &self.core
     }
 
+    /// Whether a call of `name` goes straight through: a remembered tool the policy passes.
+    pub(crate) fn passes(&self, name: &str) -> bool {
+        if tools::is_own(name) {
+            return false;
+        }
+        let Ok(known) = self.known.read() else {
+            return false;
+        };
+        known
+            .get(name)
+            .is_some_and(|t| self.core.plan(t) == Plan::Pass)
+    }
+
     /// Every tool the wrapped handler lists now (all pages), remembered for later calls.
     async fn fetch(&self, context: &RequestContext<RoleServer>) -> Result<Vec<Tool>> {
         let mut all = Vec::new();

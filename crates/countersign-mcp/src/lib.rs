@@ -26,6 +26,7 @@ mod gated;
 pub mod guard;
 mod port;
 pub mod proxy;
+mod relay;
 mod schema;
 mod serve;
 mod status;

@@ -6,28 +6,52 @@
 //! flight fails clearly (its outcome is unknown, so the gate never runs it again) and the next
 //! request starts a fresh child. A call that could not even be sent is marked
 //! [`crate::NOT_SENT`], so the gate knows nothing ran.
+//!
+//! Two shortcuts keep the proxy cheap without loosening a rule. A pass-through call, once the
+//! guard has accepted its bytes, is relayed as bytes ([`crate::relay`]). And the tool listing
+//! is kept between calls only for an upstream that promises to announce changes
+//! (`tools.listChanged`); it is dropped on each announcement and with each restarted child, so
+//! the definition digest checked before a gated run is never older than the upstream's last
+//! word. An upstream that makes no such promise is asked again every time.
 
-use std::sync::Arc;
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex as StdMutex};
 
+use countersign_canon::Limits;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
     ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde::Deserialize;
 use serde_json::json;
+use serde_json::value::RawValue;
 use tokio::sync::Mutex;
 
+use crate::core::Countersign;
 use crate::error::{Error, Result};
+use crate::gated::Gated;
 use crate::port::NOT_SENT;
+use crate::relay::{Link, Sink, UpstreamTransport};
+use crate::transport::{Bypass, GuardedTransport};
 
 type Client = RunningService<RoleClient, ()>;
+
+/// One live child: the rmcp session, the raw link beside it and what it last listed.
+struct Conn {
+    client: Arc<Client>,
+    link: Arc<Link>,
+    /// The upstream promised `notifications/tools/list_changed` (`tools.listChanged: true`).
+    announces_changes: bool,
+    /// The first page of the listing and the link generation it was fetched under.
+    listing: StdMutex<Option<(u64, ListToolsResult)>>,
+}
 
 /// A connection to the upstream server, restarted when the child dies.
 pub struct Upstream {
     command: Vec<String>,
-    client: Mutex<Option<Arc<Client>>>,
+    client: Mutex<Option<Arc<Conn>>>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -51,28 +75,39 @@ impl Upstream {
             command,
             client: Mutex::new(None),
         };
-        upstream.client().await?;
+        upstream.conn().await?;
         Ok(upstream)
     }
 
-    async fn spawn(&self) -> Result<Client> {
-        let mut cmd = tokio::process::Command::new(&self.command[0]);
-        cmd.args(&self.command[1..]);
-        let transport = TokioChildProcess::new(cmd).map_err(|e| Error::Upstream {
-            message: format!("cannot start the upstream {}: {e}", self.command[0]),
-            retryable: true,
-        })?;
-        ().serve(transport).await.map_err(|e| Error::Upstream {
+    async fn spawn(&self) -> Result<Conn> {
+        let (transport, link) =
+            UpstreamTransport::spawn(&self.command).map_err(|e| Error::Upstream {
+                message: format!("cannot start the upstream {}: {e}", self.command[0]),
+                retryable: true,
+            })?;
+        let client = ().serve(transport).await.map_err(|e| Error::Upstream {
             message: format!("the upstream did not complete the MCP handshake: {e}"),
             retryable: true,
+        })?;
+        let announces_changes = client
+            .peer()
+            .peer_info()
+            .and_then(|i| i.capabilities.tools.as_ref().and_then(|t| t.list_changed))
+            .unwrap_or(false);
+        Ok(Conn {
+            client: Arc::new(client),
+            link,
+            announces_changes,
+            listing: StdMutex::new(None),
         })
     }
 
     /// The live connection, starting the child again when the last one died.
-    async fn client(&self) -> Result<Arc<Client>> {
+    async fn conn(&self) -> Result<Arc<Conn>> {
         let mut slot = self.client.lock().await;
         if let Some(c) = slot.as_ref()
-            && !c.is_closed()
+            && !c.client.is_closed()
+            && !c.link.is_closed()
         {
             return Ok(c.clone());
         }
@@ -84,7 +119,15 @@ impl Upstream {
         Ok(fresh)
     }
 
-    async fn forget(&self, dead: &Arc<Client>) {
+    /// The raw link of the live connection, without waiting: `None` while a child is being
+    /// started or when the last one died (the ordinary path then restarts it).
+    fn live_link(&self) -> Option<Arc<Link>> {
+        let slot = self.client.try_lock().ok()?;
+        let conn = slot.as_ref()?;
+        (!conn.client.is_closed() && !conn.link.is_closed()).then(|| conn.link.clone())
+    }
+
+    async fn forget(&self, dead: &Arc<Conn>) {
         let mut slot = self.client.lock().await;
         if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
             *slot = None;
@@ -132,16 +175,31 @@ impl ServerHandler for Proxy {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<ListToolsResult, McpError> {
-        let client = self
+        let conn = self
             .upstream
-            .client()
+            .conn()
             .await
             .map_err(|e| not_sent(e.to_string()))?;
-        match client.peer().list_tools(request).await {
-            Ok(r) => Ok(r),
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let keep = conn.announces_changes && first_page;
+        let generation = conn.link.generation();
+        if keep
+            && let Ok(cached) = conn.listing.lock()
+            && let Some((g, listing)) = cached.as_ref()
+            && *g == generation
+        {
+            return Ok(listing.clone());
+        }
+        match conn.client.peer().list_tools(request).await {
+            Ok(r) => {
+                if keep && let Ok(mut cached) = conn.listing.lock() {
+                    *cached = Some((generation, r.clone()));
+                }
+                Ok(r)
+            }
             Err(ServiceError::McpError(e)) => Err(e),
             Err(e) => {
-                self.upstream.forget(&client).await;
+                self.upstream.forget(&conn).await;
                 Err(self.upstream.failure(&e, true))
             }
         }
@@ -152,19 +210,92 @@ impl ServerHandler for Proxy {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, McpError> {
-        let client = self
+        let conn = self
             .upstream
-            .client()
+            .conn()
             .await
             .map_err(|e| not_sent(e.to_string()))?;
-        match client.peer().call_tool_once(request).await {
+        match conn.client.peer().call_tool_once(request).await {
             Ok(r) => Ok(r),
             Err(ServiceError::McpError(e)) => Err(e),
             Err(e) => {
                 let sent = !matches!(e, ServiceError::TransportSend(_));
-                self.upstream.forget(&client).await;
+                self.upstream.forget(&conn).await;
                 Err(self.upstream.failure(&e, sent))
             }
         }
     }
+}
+
+/// Relays pass-through calls as bytes; everything else goes to the `Gated<Proxy>` session.
+struct PassThrough {
+    gated: Gated<Proxy>,
+}
+
+#[derive(Deserialize)]
+struct CallProbe<'a> {
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<CallParams<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CallParams<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+}
+
+#[async_trait::async_trait]
+impl Bypass for PassThrough {
+    async fn relay(&self, line: &[u8], reply: Arc<dyn Sink>) -> bool {
+        let Ok(call) = serde_json::from_slice::<CallProbe<'_>>(line) else {
+            return false;
+        };
+        let (Some("tools/call"), Some(id), Some(name)) = (
+            call.method.as_deref(),
+            call.id,
+            call.params.as_ref().and_then(|p| p.name.as_deref()),
+        ) else {
+            return false;
+        };
+        // Only a tool whose remembered definition the policy passes; anything unknown, gated or
+        // our own takes the ordinary path.
+        if id.get() == "null" || !self.gated.passes(name) {
+            return false;
+        }
+        let Some(link) = self.gated.inner().upstream.live_link() else {
+            return false;
+        };
+        link.relay(line, id, reply).await
+    }
+}
+
+/// Serves `Gated<Proxy>` for `upstream` on this process's stdin/stdout behind the raw-bytes
+/// guard, relaying pass-through calls as bytes: the `countersign-mcp --upstream` server.
+///
+/// Tool arguments are held to the limits of `core`.
+///
+/// # Errors
+/// `TRANSPORT_ERROR` when the handshake or the connection fails.
+pub async fn serve_stdio(upstream: Upstream, core: Arc<Countersign>) -> Result<()> {
+    let limits: Limits = *core.limits();
+    let gated = Gated::new(Proxy::new(upstream), core);
+    let bypass: Arc<dyn Bypass> = Arc::new(PassThrough {
+        gated: gated.clone(),
+    });
+    let (read, write) = rmcp::transport::stdio_pipes();
+    let transport = GuardedTransport::with_bypass(read, write, limits, Some(bypass));
+    let running = gated
+        .serve(transport)
+        .await
+        .map_err(|e| Error::Transport(e.to_string()))?;
+    let reason = running
+        .waiting()
+        .await
+        .map_err(|e| Error::Transport(e.to_string()))?;
+    tracing::info!(?reason, "connection closed");
+    Ok(())
 }

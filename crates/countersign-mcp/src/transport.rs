@@ -4,7 +4,9 @@
 //! exhaust memory), runs [`crate::guard::inspect`] on each, answers refusals itself and hands
 //! only accepted messages to rmcp through a channel. The channel makes `receive` cancel-safe,
 //! which matters because rmcp polls it inside a `select!`. Replies from the guard and from the
-//! service share one writer under a lock, so lines never interleave.
+//! service share one writer under a lock, so lines never interleave. The stdio proxy adds a
+//! bypass: a checked pass-through call is relayed upstream as bytes and its answer written back
+//! on the same writer, without a round through rmcp.
 
 use std::sync::Arc;
 
@@ -16,6 +18,24 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Mutex, mpsc};
 
 use crate::guard::{Verdict, inspect};
+use crate::relay::Sink;
+
+/// A shortcut for accepted messages that need no MCP session (the proxy's pass-through calls).
+#[async_trait::async_trait]
+pub(crate) trait Bypass: Send + Sync + 'static {
+    /// Takes `line` (accepted by the guard) and answers it through `reply` later; `false` hands
+    /// it to the service instead.
+    async fn relay(&self, line: &[u8], reply: Arc<dyn Sink>) -> bool;
+}
+
+struct WriterSink<W>(SharedWriter<W>);
+
+#[async_trait::async_trait]
+impl<W: AsyncWrite + Send + Unpin + 'static> Sink for WriterSink<W> {
+    async fn line(&self, bytes: &[u8]) -> std::io::Result<()> {
+        write_line(&self.0, bytes).await
+    }
+}
 
 type SharedWriter<W> = Arc<Mutex<Option<W>>>;
 
@@ -35,9 +55,19 @@ impl<W> std::fmt::Debug for GuardedTransport<W> {
 impl<W: AsyncWrite + Send + Unpin + 'static> GuardedTransport<W> {
     /// Reads messages from `read`, writes to `write`; tool arguments are held to `limits`.
     pub fn new<R: AsyncRead + Send + Unpin + 'static>(read: R, write: W, limits: Limits) -> Self {
+        Self::with_bypass(read, write, limits, None)
+    }
+
+    /// As [`GuardedTransport::new`], offering each accepted message to `bypass` first.
+    pub(crate) fn with_bypass<R: AsyncRead + Send + Unpin + 'static>(
+        read: R,
+        write: W,
+        limits: Limits,
+        bypass: Option<Arc<dyn Bypass>>,
+    ) -> Self {
         let writer: SharedWriter<W> = Arc::new(Mutex::new(Some(write)));
         let (tx, rx) = mpsc::channel(64);
-        let reader = tokio::spawn(read_loop(read, writer.clone(), tx, limits));
+        let reader = tokio::spawn(read_loop(read, writer.clone(), tx, limits, bypass));
         GuardedTransport { rx, writer, reader }
     }
 }
@@ -53,10 +83,12 @@ async fn read_loop<R, W>(
     writer: SharedWriter<W>,
     tx: mpsc::Sender<RxJsonRpcMessage<RoleServer>>,
     limits: Limits,
+    bypass: Option<Arc<dyn Bypass>>,
 ) where
     R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
 {
+    let sink: Arc<dyn Sink> = Arc::new(WriterSink(writer.clone()));
     // The whole message may be a little larger than the arguments it carries.
     let cap = limits.max_size.saturating_add(128 * 1024);
     let mut read = BufReader::new(read);
@@ -86,6 +118,11 @@ async fn read_loop<R, W>(
                 }
             }
             Verdict::Accept => {
+                if let Some(bypass) = &bypass
+                    && bypass.relay(trim(&line), sink.clone()).await
+                {
+                    continue;
+                }
                 match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(trim(&line)) {
                     Ok(message) => {
                         if tx.send(message).await.is_err() {

@@ -192,6 +192,34 @@ async fn a_tool_changed_after_approval_is_stale() {
 }
 
 #[tokio::test]
+async fn an_announced_tool_change_after_approval_is_stale() {
+    // The proxy keeps the listing of an upstream that promises to announce changes; the
+    // announcement must void the kept definition before the gated run is checked.
+    let home = Home::new(UPSTREAM_POLICY);
+    let client = home.announcing_proxy().await;
+    let (draft, revision) = propose(&client, "append_line", append(&home, "x")).await;
+    home.approve(&draft, &revision);
+    let r = call(
+        &client,
+        "set_description",
+        json!({"text": "Append one line to a file. Also mail it to everyone."}),
+    )
+    .await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let r = execute(&client, &draft, &revision, "s1").await;
+    assert_eq!(code(&r), "STALE_REVISION");
+    assert!(home.lines("log.txt").is_empty());
+
+    // With no change announced, the kept listing still matches and the run goes ahead.
+    let (draft, revision) = propose(&client, "append_line", append(&home, "y")).await;
+    home.approve(&draft, &revision);
+    let r = execute(&client, &draft, &revision, "s2").await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(home.lines("log.txt"), vec!["y"]);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn killed_between_journal_and_outcome_is_never_run_again() {
     let home = Home::new(UPSTREAM_POLICY);
     let marker = home.path().join("started");

@@ -105,14 +105,23 @@ impl Home {
 
     /// The proxy and its process id.
     pub(crate) async fn proxy_pid(&self) -> (Client, u32) {
+        self.proxy_with(&[]).await
+    }
+
+    /// The proxy in front of an upstream that promises `tools/list_changed` notifications.
+    pub(crate) async fn announcing_proxy(&self) -> Client {
+        self.proxy_with(&[("UPSTREAM_ANNOUNCE", Path::new("1"))])
+            .await
+            .0
+    }
+
+    async fn proxy_with(&self, extra: &[(&str, &Path)]) -> (Client, u32) {
         let up = upstream_bin();
         let up = up.to_str().expect("utf-8 path");
         let description = self.path().join("description.txt");
-        self.connect_pid(
-            &["--upstream", "--", up],
-            &[("UPSTREAM_DESCRIPTION_FILE", &description)],
-        )
-        .await
+        let mut env = vec![("UPSTREAM_DESCRIPTION_FILE", description.as_path())];
+        env.extend_from_slice(extra);
+        self.connect_pid(&["--upstream", "--", up], &env).await
     }
 
     /// Runs the `countersign` CLI with this home; returns (exit code, stdout, stderr).
@@ -210,5 +219,8 @@ mode = "approval"
 mode = "pass"
 
 [tools."crash"]
+mode = "pass"
+
+[tools."set_description"]
 mode = "pass"
 "#;

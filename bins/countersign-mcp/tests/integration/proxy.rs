@@ -47,7 +47,14 @@ async fn read_only_calls_pass_through_byte_identical() {
     let arguments = json!({"path": file});
 
     let proxied = home.proxy().await;
+    // The first call lists the upstream's tools; later calls of a known pass-through tool are
+    // relayed as bytes. Both paths must give the upstream's result unchanged.
+    let first = call(&proxied, "read_text", arguments.clone()).await;
     let via_proxy = call(&proxied, "read_text", arguments.clone()).await;
+    assert_eq!(
+        serde_json::to_vec(&first).expect("json"),
+        serde_json::to_vec(&via_proxy).expect("json")
+    );
 
     let mut cmd = tokio::process::Command::new(upstream_bin());
     cmd.current_dir(home.path());
@@ -65,6 +72,26 @@ async fn read_only_calls_pass_through_byte_identical() {
 }
 
 #[tokio::test]
+async fn upstream_protocol_errors_are_tool_errors_on_both_paths() {
+    let home = Home::new(UPSTREAM_POLICY);
+    let client = home.proxy().await;
+    // `read_text` without `path`: the upstream answers with a JSON-RPC error.
+    for _ in 0..2 {
+        let r = call(&client, "read_text", json!({})).await;
+        assert_eq!(code(&r), "UPSTREAM_ERROR");
+        assert_eq!(sc(&r)["error"]["retryable"], false);
+        assert!(
+            sc(&r)["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("path is required"),
+            "{r:?}"
+        );
+    }
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
 async fn a_dead_upstream_fails_clearly_and_is_restarted() {
     let home = Home::new(UPSTREAM_POLICY);
     let client = home.proxy().await;
@@ -78,6 +105,16 @@ async fn a_dead_upstream_fails_clearly_and_is_restarted() {
     )
     .await;
     assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(sc(&r)["content"], "back");
+    // Again, now that `crash` is a known pass-through tool whose call is relayed as bytes.
+    let r = call(&client, "crash", json!({})).await;
+    assert_eq!(code(&r), "UPSTREAM_ERROR");
+    let r = call(
+        &client,
+        "read_text",
+        json!({"path": home.path().join("x.txt")}),
+    )
+    .await;
     assert_eq!(sc(&r)["content"], "back");
     client.cancel().await.expect("close");
 }
