@@ -56,7 +56,7 @@ impl ClaimCtx<'_> {
                 self.existing(draft, op, idempotent, gated, tool.rate, snap.rate, event)
             }
             None => match still_gated(tool, &draft.action) {
-                Ok(()) => self.fresh(draft, tool.rate, snap.rate, event),
+                Ok(()) => self.fresh(draft, tool, snap.rate, event),
                 Err(e) => refuse(e),
             },
         }
@@ -165,7 +165,7 @@ impl ClaimCtx<'_> {
     fn fresh(
         &self,
         mut draft: Draft,
-        rate: Option<Rate>,
+        tool: &ToolPolicy,
         window: RateWindow,
         event: &AuditEvent,
     ) -> (Commit, Verdict) {
@@ -200,12 +200,20 @@ impl ClaimCtx<'_> {
                 );
             }
         };
-        if !approved.approval.is_live(self.now) {
+        // The executing server's policy has the last word on how a person may approve and for
+        // how long, whatever policy the approving process read.
+        let within_policy = tool.approval.allows(approved.approval.channel)
+            && self.now
+                < approved
+                    .approval
+                    .approved_at
+                    .saturating_add(millis(tool.approval_ttl));
+        if !approved.approval.is_live(self.now) || !within_policy {
             // The approval lapsed unused: the draft waits for a person again.
             draft.state = State::Proposed(approved.lapse());
             return refuse(Error::ApprovalRequired, Some(draft));
         }
-        if let Some(e) = over_rate(rate, window, self.now) {
+        if let Some(e) = over_rate(tool.rate, window, self.now) {
             return refuse(e, None);
         }
         let approval = approved.approval.clone();
@@ -227,7 +235,7 @@ impl ClaimCtx<'_> {
         let commit = Commit {
             draft: Some(draft.clone()),
             operation: Some(op),
-            rate_event: rate.map(|_| (draft.action.clone(), self.now)),
+            rate_event: tool.rate.map(|_| (draft.action.clone(), self.now)),
             audit: vec![
                 event
                     .clone()

@@ -497,3 +497,54 @@ async fn arguments_at_the_limits_still_read_back_and_run_once() {
         assert_eq!(w.calls(), before + 1);
     }
 }
+
+/// The executing server's policy decides how a person may approve and for how long, not the
+/// policy file the approving process happened to read.
+#[tokio::test]
+async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
+    let w = world();
+    let server_policy = |extra: &str| {
+        Arc::new(
+            Policy::from_toml(&format!(
+                "[tools.\"publish_post\"]\nmode = \"approval\"\n{extra}\n"
+            ))
+            .expect("policy"),
+        )
+    };
+    let server = |policy| {
+        let store = Arc::new(SqliteStore::open(&w.db).expect("open"));
+        Gate::new(store, policy)
+            .with_clock(w.clock.clone())
+            .with_anchor(Anchor::new(w.db.with_extension("anchor")))
+    };
+
+    // The server only takes approvals given inside the host; a CLI approval does not count.
+    let d = w.draft(r#"{"title":"channel"}"#).await;
+    w.approve(&d).await;
+    let elicitation_only = server(server_policy("approval = \"elicitation\""));
+    let refused = elicitation_only
+        .execute(d.id.as_str(), &d.revision.to_hex(), "op-channel", &w.action)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.code());
+    assert_eq!(refused, Err("APPROVAL_REQUIRED"));
+    assert_eq!(w.calls(), 0);
+
+    // The approver granted 15 minutes; the server allows 2: after 3 the approval is spent.
+    let d = w.draft(r#"{"title":"lifetime"}"#).await;
+    w.approve(&d).await;
+    w.clock.advance(Duration::from_secs(180));
+    let short = server(server_policy("approval_ttl = \"2m\""));
+    let refused = short
+        .execute(
+            d.id.as_str(),
+            &d.revision.to_hex(),
+            "op-lifetime",
+            &w.action,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.code());
+    assert_eq!(refused, Err("APPROVAL_REQUIRED"));
+    assert_eq!(w.calls(), 0);
+}
