@@ -78,9 +78,20 @@ pub struct Draft {
 }
 
 impl Draft {
-    /// Whether the stored bytes still hash to the stored revision.
+    /// Whether the stored bytes still hash to the stored revision and name the stored action
+    /// (the executor calls the action by the `action` column, so it must be the approved one).
     pub fn is_intact(&self) -> bool {
-        Revision::of_canonical(&self.canonical) == self.revision
+        Revision::of_canonical(&self.canonical) == self.revision && self.names_its_action()
+    }
+
+    /// Canonical member order puts `action` first, so the envelope must open with
+    /// `{"action":` and this draft's action as a canonical JSON string.
+    fn names_its_action(&self) -> bool {
+        const OPEN: &[u8] = br#"{"action":"#;
+        let name = countersign_canon::Value::String(self.action.clone()).to_canonical_bytes();
+        self.canonical.starts_with(OPEN)
+            && self.canonical[OPEN.len()..].starts_with(&name)
+            && self.canonical.get(OPEN.len() + name.len()) == Some(&b',')
     }
 }
 

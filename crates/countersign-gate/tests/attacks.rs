@@ -548,3 +548,25 @@ async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
     assert_eq!(refused, Err("APPROVAL_REQUIRED"));
     assert_eq!(w.calls(), 0);
 }
+
+/// The executor calls the action by the draft's `action` column; pointing an approved draft at
+/// another action behind the gate's back is tampering, and nothing runs.
+#[tokio::test]
+async fn an_approved_draft_pointed_at_another_action_is_refused() {
+    let w = world();
+    let d = w.draft(r#"{"title":"harmless"}"#).await;
+    w.approve(&d).await;
+    let conn = rusqlite::Connection::open(&w.db).expect("open");
+    let changed = conn
+        .execute(
+            "UPDATE gate_drafts SET action = 'limited' WHERE id = ?1",
+            rusqlite::params![d.id.as_str()],
+        )
+        .expect("tamper");
+    assert_eq!(changed, 1);
+    assert_eq!(
+        w.run(&d, &d.revision.to_hex(), "op").await,
+        Err("STORE_TAMPERED")
+    );
+    assert_eq!(w.calls(), 0);
+}
