@@ -151,7 +151,19 @@ impl<H: ServerHandler> Gated<H> {
             tools::EXECUTE => self.execute(&args, &principal, context).await?,
             tools::STATUS => crate::status::status(&self.core, &args, &principal).await?,
             tools::LIST => crate::status::list(&self.core, &args, &principal).await?,
-            tools::REVISE => crate::status::revise(&self.core, &args, &principal).await?,
+            tools::REVISE => {
+                // New arguments meet the same schema a fresh call of the tool would.
+                if let (Ok(id), Some(Value::Object(new_args))) =
+                    (tools::text(&args, "draft_id"), args.get("args"))
+                {
+                    let draft = crate::status::own_draft(&self.core, id, &principal).await?;
+                    let Some(tool) = self.tool(&draft.action, true, &context).await? else {
+                        return Err(unknown_tool(&draft.action));
+                    };
+                    crate::schema::check(&tool.input_schema, new_args)?;
+                }
+                crate::status::revise(&self.core, &args, &principal).await?
+            }
             name => {
                 let Some(tool) = self.tool(name, false, &context).await? else {
                     return Err(unknown_tool(name));

@@ -26,7 +26,11 @@ pub(crate) fn recorded_tool(draft: &Draft) -> Result<Digest> {
         .ok_or_else(|| countersign_gate::Error::Tampered.into())
 }
 
-async fn own_draft(core: &Countersign, id: &str, principal: &Principal) -> Result<Draft> {
+pub(crate) async fn own_draft(
+    core: &Countersign,
+    id: &str,
+    principal: &Principal,
+) -> Result<Draft> {
     let draft = core.gate().draft(id).await?;
     if draft.principal != *principal {
         return Err(countersign_gate::Error::NotFound.into());

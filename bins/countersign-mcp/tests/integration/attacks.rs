@@ -64,6 +64,16 @@ async fn attack_table_end_to_end() {
     assert_ne!(rev.is_error, Some(true), "{rev:?}");
     let r3 = sc(&rev)["revision"].as_str().expect("revision").to_owned();
     assert_ne!(r3, r2);
+    // A revision is held to the tool's input schema like a fresh call.
+    let mut bogus = append(&home, "two, bogus");
+    bogus["line"] = json!(42);
+    let refused = call(
+        &client,
+        "countersign_revise",
+        json!({"draft_id": d2, "expected_revision": r3, "args": bogus}),
+    )
+    .await;
+    assert_eq!(code(&refused), "INVALID_ARGUMENT", "{refused:?}");
     assert_eq!(
         code(&execute(&client, &d2, &r2, "b1").await),
         "STALE_REVISION"
