@@ -129,6 +129,41 @@ impl Gate {
         self.clock.now_ms()
     }
 
+    /// Runs `decide` in one transaction over a single draft and returns its verdict: approve,
+    /// revise and reject differ only in the decision, never in how it is made atomic.
+    async fn on_draft<T: Send>(
+        &self,
+        id: DraftId,
+        mut decide: impl FnMut(Snapshot) -> (Commit, Result<T>) + Send,
+    ) -> Result<T> {
+        let mut verdict: Option<Result<T>> = None;
+        let mut step = |snap: Snapshot| {
+            let (commit, v) = decide(snap);
+            verdict = Some(v);
+            commit
+        };
+        self.commit(
+            &TxKeys {
+                draft: Some(id),
+                ..TxKeys::default()
+            },
+            &mut step,
+        )
+        .await?;
+        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+    }
+
+    /// Audits a refusal made before any draft was touched (naming a privacy hit's kind and
+    /// pointer, never the secret) and returns it.
+    async fn refuse_audited<T>(&self, event: AuditEvent, e: Error) -> Result<T> {
+        let mut event = event.outcome(Err(&e));
+        if let Error::PrivacyBlocked { kind, pointer } = &e {
+            event = event.text("kind", kind.as_str()).text("pointer", pointer);
+        }
+        self.audit_only(event).await;
+        Err(e)
+    }
+
     /// Runs one transaction and moves the audit anchor to its newest record.
     pub(crate) async fn commit(
         &self,
@@ -214,14 +249,7 @@ impl Gate {
             .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));
         let (tool, args) = match prepared {
             Ok(ok) => ok,
-            Err(e) => {
-                let mut event = event.outcome(Err(&e));
-                if let Error::PrivacyBlocked { kind, pointer } = &e {
-                    event = event.text("kind", kind.as_str()).text("pointer", pointer);
-                }
-                self.audit_only(event).await;
-                return Err(e);
-            }
+            Err(e) => return self.refuse_audited(event, e).await,
         };
         let envelope = Envelope {
             action: p.action.to_owned(),
@@ -303,14 +331,7 @@ impl Gate {
             });
         let envelope = match prepared {
             Ok(e) => e,
-            Err(e) => {
-                let mut event = event.outcome(Err(&e));
-                if let Error::PrivacyBlocked { kind, pointer } = &e {
-                    event = event.text("kind", kind.as_str()).text("pointer", pointer);
-                }
-                self.audit_only(event).await;
-                return Err(e);
-            }
+            Err(e) => return self.refuse_audited(event, e).await,
         };
         let canonical = envelope.to_canonical_bytes();
         if let Err(e) = fits_stored(&canonical) {
@@ -318,21 +339,10 @@ impl Gate {
             return Err(e);
         }
         let revision = Revision::of_canonical(&canonical);
-        let mut verdict: Option<Result<Draft>> = None;
-        let mut step = |snap: Snapshot| {
-            let (commit, v) = decide_revise(snap, expected, revision, &canonical, &event, now);
-            verdict = Some(v);
-            commit
-        };
-        self.commit(
-            &TxKeys {
-                draft: Some(id),
-                ..TxKeys::default()
-            },
-            &mut step,
-        )
-        .await?;
-        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+        self.on_draft(id, |snap| {
+            decide_revise(snap, expected, revision, &canonical, &event, now)
+        })
+        .await
     }
 
     /// A person approves exactly `revision` (64 hex characters) of the draft.
@@ -362,23 +372,11 @@ impl Gate {
             }
         };
         let event = event.text("revision", &revision.to_hex());
-        let mut verdict: Option<Result<Approval>> = None;
         let policy = &self.policy;
-        let mut step = |snap: Snapshot| {
-            let (commit, v) =
-                decide_approve(snap, policy, revision, approver, channel, &event, now);
-            verdict = Some(v);
-            commit
-        };
-        self.commit(
-            &TxKeys {
-                draft: Some(id),
-                ..TxKeys::default()
-            },
-            &mut step,
-        )
-        .await?;
-        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+        self.on_draft(id, |snap| {
+            decide_approve(snap, policy, revision, approver, channel, &event, now)
+        })
+        .await
     }
 
     /// A person refuses the draft.
@@ -391,11 +389,12 @@ impl Gate {
         let event = AuditEvent::new("reject", now)
             .text("draft", id.as_str())
             .text("by", by);
-        let mut verdict: Option<Result<()>> = None;
-        let mut step = |snap: Snapshot| {
+        self.on_draft(id, |snap| {
             let Some(mut draft) = snap.draft else {
-                verdict = Some(Err(Error::NotFound));
-                return audit(event.clone().outcome(Err(&Error::NotFound)));
+                return (
+                    audit(event.clone().outcome(Err(&Error::NotFound))),
+                    Err(Error::NotFound),
+                );
             };
             let reason = reason.map(str::to_owned);
             let next = match draft.state.clone() {
@@ -410,29 +409,17 @@ impl Gate {
             match next {
                 Ok(state) => {
                     draft.state = state;
-                    verdict = Some(Ok(()));
-                    Commit {
+                    let commit = Commit {
                         draft: Some(draft),
                         audit: vec![e.outcome(Ok(()))],
                         ..Commit::default()
-                    }
+                    };
+                    (commit, Ok(()))
                 }
-                Err(err) => {
-                    let c = audit(e.outcome(Err(&err)));
-                    verdict = Some(Err(err));
-                    c
-                }
+                Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
             }
-        };
-        self.commit(
-            &TxKeys {
-                draft: Some(id),
-                ..TxKeys::default()
-            },
-            &mut step,
-        )
-        .await?;
-        verdict.unwrap_or(Err(Error::store("transaction did not run")))
+        })
+        .await
     }
 
     /// One draft, its stored bytes checked against its revision.
