@@ -18,6 +18,8 @@ mod store_url;
 mod anchor;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+pub use crate::postgres::quoted_schema;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "sqlite")]

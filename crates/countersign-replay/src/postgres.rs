@@ -42,21 +42,25 @@ pub(crate) struct PostgresLedger {
     grace: Duration,
 }
 
-/// Schema names are spliced into SQL, so only plain identifiers are accepted.
-fn quote_schema(schema: &str) -> Result<String, Error> {
+/// `schema` as a quoted SQL identifier, or `None` when it is not a plain one. Schema names are
+/// spliced into SQL, so only 1-63 of `[a-z0-9_]`, not starting with a digit, are accepted; the
+/// gate's PostgreSQL store applies the same rule to its own schema.
+pub fn quoted_schema(schema: &str) -> Option<String> {
     let ok = !schema.is_empty()
         && schema.len() <= 63
         && schema
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
         && !schema.as_bytes().first().is_some_and(u8::is_ascii_digit);
-    if ok {
-        Ok(format!("\"{schema}\""))
-    } else {
-        Err(Error::InvalidUrl(format!(
+    ok.then(|| format!("\"{schema}\""))
+}
+
+fn quote_schema(schema: &str) -> Result<String, Error> {
+    quoted_schema(schema).ok_or_else(|| {
+        Error::InvalidUrl(format!(
             "postgres schema `{schema}` must be 1-63 of [a-z0-9_], not starting with a digit"
-        )))
-    }
+        ))
+    })
 }
 
 impl PostgresLedger {

@@ -58,19 +58,11 @@ pub struct PostgresStore {
 }
 
 fn quote_schema(schema: &str) -> Result<String> {
-    let ok = !schema.is_empty()
-        && schema.len() <= 63
-        && schema
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        && !schema.as_bytes().first().is_some_and(u8::is_ascii_digit);
-    if ok {
-        Ok(format!("\"{schema}\""))
-    } else {
-        Err(Error::Config(format!(
+    countersign_replay::quoted_schema(schema).ok_or_else(|| {
+        Error::Config(format!(
             "postgres schema {schema:?} must be 1-63 of [a-z0-9_], not starting with a digit"
-        )))
-    }
+        ))
+    })
 }
 
 impl PostgresStore {
