@@ -23,7 +23,9 @@ mod write;
 pub use crate::digest::{Digest, Domain, Revision, digest, digest_framed};
 pub use crate::envelope::{Envelope, Principal, args_digest};
 pub use crate::error::{Error, ErrorCode};
-pub use crate::manifest::{Flags, Manifest, ManifestEntry, manifest, show_escaped};
+pub use crate::manifest::{
+    Flags, Manifest, ManifestEntry, manifest, manifest_entries, show_escaped,
+};
 pub use crate::nfc::nfc;
 pub use crate::parse::parse;
 pub use crate::value::{Object, Value};

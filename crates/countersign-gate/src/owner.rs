@@ -2,9 +2,9 @@
 //!
 //! "Running" and "died mid-run" look the same in the store: a journaled operation with no
 //! outcome. Telling them apart decides between `OPERATION_IN_PROGRESS` (wait) and
-//! `OUTCOME_UNKNOWN` (never run again), so each journal entry names its runner: the boot, the
-//! process (pid and start time, so a reused pid is not mistaken for the runner) and a random
-//! attempt id. A runner in this process is alive while its attempt is registered; a runner in
+//! `OUTCOME_UNKNOWN` (never run again), so each journal entry names its runner: the boot and the
+//! pid namespace, the process (pid and start time, so a reused pid is not mistaken for the
+//! runner) and a random attempt id. A runner in this process is alive while its attempt is registered; a runner in
 //! another process on this boot is alive while that process exists; a runner elsewhere is
 //! trusted until its lease runs out.
 
@@ -60,6 +60,24 @@ fn boot_id() -> String {
         .unwrap_or_else(|| format!("nb-{}", hex::encode(rand::random::<[u8; 8]>())))
 }
 
+/// The pid namespace this process sees other processes through (the inode number of
+/// `/proc/self/ns/pid`). Containers on one host share the boot id but not their pids: a runner
+/// in another container must be `Unknown` (lease-based), never judged dead because its pid is
+/// missing from this container's `/proc`.
+fn pid_namespace() -> String {
+    std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .map(|link| {
+            link.to_string_lossy()
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect::<String>()
+        })
+        .filter(|digits| !digits.is_empty())
+        // Unknown namespace: as with no boot id, every foreign runner is judged by its lease.
+        .unwrap_or_else(|| format!("nn-{}", hex::encode(rand::random::<[u8; 8]>())))
+}
+
 /// Start time (field 22 of /proc/PID/stat) of a live, non-zombie process.
 fn start_time(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -77,7 +95,7 @@ impl Owner {
     pub(crate) fn current() -> Self {
         let pid = std::process::id();
         Owner {
-            boot: boot_id(),
+            boot: format!("{}.{}", boot_id(), pid_namespace()),
             pid,
             start: start_time(pid).unwrap_or_else(|| "0".into()),
         }
@@ -152,9 +170,13 @@ mod tests {
         let owner = Owner::current();
         assert_eq!(owner.liveness("other-boot/1/1/aa"), Liveness::Unknown);
         assert_eq!(owner.liveness("garbage"), Liveness::Unknown);
-        if owner.boot.starts_with("nb-") {
+        if owner.boot.starts_with("nb-") || owner.boot.contains(".nn-") {
             return;
         }
+        // Same kernel, another container: its pids are not ours to look up.
+        let (boot, _) = owner.boot.split_once('.').expect("boot.namespace");
+        let container = format!("{boot}.4026599999/1/1/aa");
+        assert_eq!(owner.liveness(&container), Liveness::Unknown);
         // A pid above the kernel's maximum never exists.
         let gone = format!("{}/4194305/1/aa", owner.boot);
         assert_eq!(owner.liveness(&gone), Liveness::Dead);

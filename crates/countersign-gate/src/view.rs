@@ -103,13 +103,21 @@ pub fn envelope_value(draft: &Draft) -> Result<Value> {
 /// # Errors
 /// `STORE_TAMPERED` when the bytes do not parse.
 pub fn manifest_of(canonical: &[u8], hidden: &[String]) -> Result<Manifest> {
+    manifest_with(canonical, Revision::of_canonical(canonical), hidden)
+}
+
+/// The manifest of `canonical`, whose digest the caller has already checked to be `revision`.
+fn manifest_with(canonical: &[u8], revision: Revision, hidden: &[String]) -> Result<Manifest> {
     let v = countersign_canon::parse(canonical, Profile::CountersignV1, &STORED_LIMITS)
         .map_err(|_| Error::Tampered)?;
     let is_hidden = |p: &str| {
         p.strip_prefix("/args")
             .is_some_and(|rest| hidden.iter().any(|h| h == rest))
     };
-    Ok(countersign_canon::manifest(&v, &is_hidden))
+    Ok(Manifest {
+        entries: countersign_canon::manifest_entries(&v, &is_hidden),
+        revision,
+    })
 }
 
 /// The manifest of a draft's current revision, recomputed from the stored bytes.
@@ -120,5 +128,5 @@ pub fn manifest(draft: &Draft) -> Result<Manifest> {
     if !draft.is_intact() {
         return Err(Error::Tampered);
     }
-    manifest_of(&draft.canonical, &draft.hidden)
+    manifest_with(&draft.canonical, draft.revision, &draft.hidden)
 }

@@ -1,6 +1,6 @@
 //! The in-memory store: one process, nothing survives exit. For tests, demos and benchmarks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -12,7 +12,7 @@ use crate::model::{Draft, DraftId, Operation, RateWindow, RevisionRecord};
 
 #[derive(Debug, Default)]
 struct Inner {
-    drafts: BTreeMap<DraftId, Draft>,
+    drafts: HashMap<DraftId, Draft>,
     order: Vec<DraftId>,
     revisions: Vec<RevisionRecord>,
     operations: HashMap<String, Operation>,
@@ -134,5 +134,9 @@ impl GateStore for MemoryStore {
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
         Ok(self.lock()?.audit.clone())
+    }
+
+    async fn health(&self) -> Result<()> {
+        self.lock().map(drop)
     }
 }

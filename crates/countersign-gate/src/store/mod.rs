@@ -13,6 +13,8 @@ use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Result;
 use crate::model::{Draft, DraftId, Operation, RateWindow, RevisionRecord};
 
+#[cfg(feature = "sqlite")]
+mod checkpoint;
 #[doc(hidden)]
 pub mod conformance;
 pub mod memory;
@@ -116,4 +118,13 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`crate::Error::StoreUnavailable`].
     async fn audit(&self) -> Result<Vec<AuditRecord>>;
+
+    /// Whether the store can be reached now, for health probes: one cheap round trip. The
+    /// default reads an operation that never exists, a real read on any backend.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn health(&self) -> Result<()> {
+        self.operation("countersign-health-probe").await.map(drop)
+    }
 }

@@ -55,6 +55,62 @@ fn pg(e: impl std::fmt::Display) -> Error {
 pub struct PostgresStore {
     pool: Pool,
     s: String,
+    sql: Sql,
+}
+
+/// The statements of a transition, written once with the schema in place. Each pooled
+/// connection prepares each text once and keeps it: a statement prepared per call costs a round
+/// trip and a parse on the server, and in a transition they would fall inside the gate lock,
+/// which every replica waits for.
+#[derive(Debug)]
+struct Sql {
+    lock: String,
+    draft: String,
+    op: String,
+    head: String,
+    rate: String,
+    upsert_draft: String,
+    revision: String,
+    upsert_op: String,
+    rate_trim: String,
+    rate_add: String,
+    audit: String,
+}
+
+impl Sql {
+    fn new(s: &str) -> Self {
+        Sql {
+            lock: format!("SELECT pg_advisory_xact_lock({GATE_LOCK})"),
+            draft: format!("SELECT {DRAFT_COLUMNS} FROM {s}.gate_drafts WHERE id = $1"),
+            op: format!("SELECT {OP_COLUMNS} FROM {s}.gate_operations WHERE id = $1"),
+            head: format!("SELECT seq, digest FROM {s}.gate_audit ORDER BY seq DESC LIMIT 1"),
+            rate: format!(
+                "SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"
+            ),
+            upsert_draft: format!(
+                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                 ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
+                 canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
+                 state=EXCLUDED.state, detail=EXCLUDED.detail"
+            ),
+            revision: format!(
+                "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at)
+                 VALUES ($1, $2, $3, $4, $5)"
+            ),
+            upsert_op: format!(
+                "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                 ON CONFLICT (id) DO UPDATE SET status=EXCLUDED.status, owner=EXCLUDED.owner,
+                 lease_until=EXCLUDED.lease_until, result=EXCLUDED.result, error=EXCLUDED.error,
+                 attempts=EXCLUDED.attempts, finished_at=EXCLUDED.finished_at"
+            ),
+            rate_trim: format!("DELETE FROM {s}.gate_rate WHERE tool = $1 AND at <= $2"),
+            rate_add: format!("INSERT INTO {s}.gate_rate (tool, at) VALUES ($1, $2)"),
+            audit: format!(
+                "INSERT INTO {s}.gate_audit (seq, digest, body)
+                 SELECT * FROM unnest($1::BIGINT[], $2::TEXT[], $3::BYTEA[])"
+            ),
+        }
+    }
 }
 
 fn quote_schema(schema: &str) -> Result<String> {
@@ -63,6 +119,43 @@ fn quote_schema(schema: &str) -> Result<String> {
             "postgres schema {schema:?} must be 1-63 of [a-z0-9_], not starting with a digit"
         ))
     })
+}
+
+/// [`Sql`] prepared on one connection (from its cache after the first use).
+struct Statements {
+    lock: tokio_postgres::Statement,
+    draft: tokio_postgres::Statement,
+    op: tokio_postgres::Statement,
+    head: tokio_postgres::Statement,
+    rate: tokio_postgres::Statement,
+    upsert_draft: tokio_postgres::Statement,
+    revision: tokio_postgres::Statement,
+    upsert_op: tokio_postgres::Statement,
+    rate_trim: tokio_postgres::Statement,
+    rate_add: tokio_postgres::Statement,
+    audit: tokio_postgres::Statement,
+}
+
+impl Statements {
+    async fn prepare(c: &deadpool_postgres::Client, q: &Sql) -> Result<Self> {
+        Ok(Statements {
+            lock: prepare(c, &q.lock).await?,
+            draft: prepare(c, &q.draft).await?,
+            op: prepare(c, &q.op).await?,
+            head: prepare(c, &q.head).await?,
+            rate: prepare(c, &q.rate).await?,
+            upsert_draft: prepare(c, &q.upsert_draft).await?,
+            revision: prepare(c, &q.revision).await?,
+            upsert_op: prepare(c, &q.upsert_op).await?,
+            rate_trim: prepare(c, &q.rate_trim).await?,
+            rate_add: prepare(c, &q.rate_add).await?,
+            audit: prepare(c, &q.audit).await?,
+        })
+    }
+}
+
+async fn prepare(c: &deadpool_postgres::Client, text: &str) -> Result<tokio_postgres::Statement> {
+    c.prepare_cached(text).await.map_err(pg)
 }
 
 impl PostgresStore {
@@ -104,7 +197,8 @@ impl PostgresStore {
             .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         drop(client);
-        Ok(PostgresStore { pool, s })
+        let sql = Sql::new(&s);
+        Ok(PostgresStore { pool, s, sql })
     }
 }
 
@@ -153,10 +247,7 @@ impl PostgresStore {
         c: &impl deadpool_postgres::GenericClient,
         id: &DraftId,
     ) -> Result<Option<Draft>> {
-        let sql = format!(
-            "SELECT {DRAFT_COLUMNS} FROM {}.gate_drafts WHERE id = $1",
-            self.s
-        );
+        let sql = c.prepare_cached(&self.sql.draft).await.map_err(pg)?;
         c.query_opt(&sql, &[&id.as_str()])
             .await
             .map_err(pg)?
@@ -169,10 +260,7 @@ impl PostgresStore {
         c: &impl deadpool_postgres::GenericClient,
         id: &str,
     ) -> Result<Option<Operation>> {
-        let sql = format!(
-            "SELECT {OP_COLUMNS} FROM {}.gate_operations WHERE id = $1",
-            self.s
-        );
+        let sql = c.prepare_cached(&self.sql.op).await.map_err(pg)?;
         c.query_opt(&sql, &[&id])
             .await
             .map_err(pg)?
@@ -184,29 +272,39 @@ impl PostgresStore {
 #[async_trait]
 impl GateStore for PostgresStore {
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
-        let s = &self.s;
+        let q = &self.sql;
         let mut client = self.pool.get().await.map_err(pg)?;
+        let st = Statements::prepare(&client, q).await?;
         let tx = client.transaction().await.map_err(pg)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
-            .await
-            .map_err(pg)?;
-        let draft = match &keys.draft {
-            Some(id) => self.get_draft(&tx, id).await?,
-            None => None,
-        };
+        // The lock first, on its own: nothing below may be read before it is held.
+        tx.execute(&st.lock, &[]).await.map_err(pg)?;
+        // Every read the decision needs, pipelined: one round trip under the lock.
+        let draft_id = keys.draft.as_ref().map(DraftId::as_str);
+        let (draft, operation, head) = tokio::try_join!(
+            async {
+                match draft_id {
+                    Some(id) => tx.query_opt(&st.draft, &[&id]).await,
+                    None => Ok(None),
+                }
+            },
+            async {
+                match keys.operation.as_deref() {
+                    Some(id) => tx.query_opt(&st.op, &[&id]).await,
+                    None => Ok(None),
+                }
+            },
+            tx.query_opt(&st.head, &[]),
+        )
+        .map_err(pg)?;
+        let draft = draft.as_ref().map(draft_row).transpose()?;
+        let operation = operation.as_ref().map(op_row).transpose()?;
         let window = match (&draft, keys.rate) {
             (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
             _ => None,
         };
         let rate = match &window {
             Some((tool, since)) => {
-                let row = tx
-                    .query_one(
-                        &format!("SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"),
-                        &[tool, since],
-                    )
-                    .await
-                    .map_err(pg)?;
+                let row = tx.query_one(&st.rate, &[tool, since]).await.map_err(pg)?;
                 RateWindow {
                     count: u64::try_from(row.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
                     oldest: row.try_get(1).map_err(pg)?,
@@ -214,136 +312,143 @@ impl GateStore for PostgresStore {
             }
             None => RateWindow::default(),
         };
-        let operation = match &keys.operation {
-            Some(id) => self.get_op(&tx, id).await?,
-            None => None,
-        };
         let commit: Commit = step(Snapshot {
             draft,
             operation,
             rate,
         });
-        if let Some(d) = commit.draft {
-            let (state, detail) = state_to_row(&d.state);
-            let sql = format!(
-                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
-                 ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
-                 canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
-                 state=EXCLUDED.state, detail=EXCLUDED.detail"
-            );
-            tx.execute(
-                &sql,
-                &[
-                    &d.id.as_str(),
-                    &d.action,
-                    &d.risk,
-                    &i64::from(d.seq),
-                    &d.revision.to_hex(),
-                    &d.canonical,
-                    &hidden_to_row(&d.hidden),
-                    &principal_to_row(&d.principal),
-                    &d.created_at,
-                    &d.expires_at,
-                    &state,
-                    &detail,
-                ],
-            )
-            .await
-            .map_err(pg)?;
-        }
-        if let Some(r) = commit.revision {
-            tx.execute(
-                &format!(
-                    "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at)
-                     VALUES ($1, $2, $3, $4, $5)"
-                ),
-                &[
-                    &r.draft_id.as_str(),
-                    &i64::from(r.seq),
-                    &r.revision.to_hex(),
-                    &r.canonical,
-                    &r.created_at,
-                ],
-            )
-            .await
-            .map_err(pg)?;
-        }
-        if let Some(op) = commit.operation {
-            let sql = format!(
-                "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
-                 ON CONFLICT (id) DO UPDATE SET status=EXCLUDED.status, owner=EXCLUDED.owner,
-                 lease_until=EXCLUDED.lease_until, result=EXCLUDED.result, error=EXCLUDED.error,
-                 attempts=EXCLUDED.attempts, finished_at=EXCLUDED.finished_at"
-            );
-            tx.execute(
-                &sql,
-                &[
-                    &op.id,
-                    &op.fingerprint.to_hex(),
-                    &op.draft_id.as_str(),
-                    &op.revision.to_hex(),
-                    &op.status.as_str(),
-                    &op.owner,
-                    &op.lease_until,
-                    &op.result,
-                    &op.error,
-                    &i64::from(op.attempts),
-                    &op.started_at,
-                    &op.finished_at,
-                ],
-            )
-            .await
-            .map_err(pg)?;
-        }
-        if let Some((tool, at)) = commit.rate_event {
-            if let Some((_, since)) = &window {
-                tx.execute(
-                    &format!("DELETE FROM {s}.gate_rate WHERE tool = $1 AND at <= $2"),
-                    &[&tool, since],
-                )
-                .await
-                .map_err(pg)?;
-            }
-            tx.execute(
-                &format!("INSERT INTO {s}.gate_rate (tool, at) VALUES ($1, $2)"),
-                &[&tool, &at],
-            )
-            .await
-            .map_err(pg)?;
-        }
+
+        let mut prev = match head {
+            Some(r) => Some((
+                u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
+                Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
+                    .map_err(|_| Error::store("stored audit digest is malformed"))?,
+            )),
+            None => None,
+        };
         let mut sealed = Vec::with_capacity(commit.audit.len());
-        if !commit.audit.is_empty() {
-            let head = tx
-                .query_opt(
-                    &format!("SELECT seq, digest FROM {s}.gate_audit ORDER BY seq DESC LIMIT 1"),
-                    &[],
-                )
-                .await
-                .map_err(pg)?;
-            let mut prev = match head {
-                Some(r) => Some((
-                    u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
-                    Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
-                        .map_err(|_| Error::store("stored audit digest is malformed"))?,
-                )),
-                None => None,
-            };
-            for event in commit.audit {
-                let record = seal(prev, event);
+        for event in commit.audit {
+            let record = seal(prev, event);
+            prev = Some((record.seq, record.digest));
+            sealed.push(record);
+        }
+        let audit_seq = sealed
+            .iter()
+            .map(|r| i64::try_from(r.seq).map_err(pg))
+            .collect::<Result<Vec<i64>>>()?;
+        let audit_digest: Vec<String> = sealed.iter().map(|r| r.digest.to_hex()).collect();
+        let audit_body: Vec<&[u8]> = sealed.iter().map(|r| r.body.as_slice()).collect();
+        let draft_row = commit.draft.as_ref().map(|d| {
+            let (state, detail) = state_to_row(&d.state);
+            (
+                d,
+                i64::from(d.seq),
+                d.revision.to_hex(),
+                hidden_to_row(&d.hidden),
+                principal_to_row(&d.principal),
+                state,
+                detail,
+            )
+        });
+        let revision_row = commit
+            .revision
+            .as_ref()
+            .map(|r| (r, i64::from(r.seq), r.revision.to_hex()));
+        let op_row = commit.operation.as_ref().map(|op| {
+            (
+                op,
+                op.fingerprint.to_hex(),
+                op.revision.to_hex(),
+                i64::from(op.attempts),
+            )
+        });
+        // Every write, pipelined: one round trip. They touch different rows, so their order
+        // does not matter; a failure aborts the transaction and the rest with it.
+        tokio::try_join!(
+            async {
+                let Some((d, seq, revision, hidden, principal, state, detail)) = &draft_row else {
+                    return Ok(());
+                };
                 tx.execute(
-                    &format!("INSERT INTO {s}.gate_audit (seq, digest, body) VALUES ($1, $2, $3)"),
+                    &st.upsert_draft,
                     &[
-                        &i64::try_from(record.seq).map_err(pg)?,
-                        &record.digest.to_hex(),
-                        &record.body,
+                        &d.id.as_str(),
+                        &d.action,
+                        &d.risk,
+                        seq,
+                        revision,
+                        &d.canonical,
+                        hidden,
+                        principal,
+                        &d.created_at,
+                        &d.expires_at,
+                        state,
+                        detail,
                     ],
                 )
                 .await
-                .map_err(pg)?;
-                prev = Some((record.seq, record.digest));
-                sealed.push(record);
-            }
-        }
+                .map(drop)
+            },
+            async {
+                let Some((r, seq, revision)) = &revision_row else {
+                    return Ok(());
+                };
+                tx.execute(
+                    &st.revision,
+                    &[
+                        &r.draft_id.as_str(),
+                        seq,
+                        revision,
+                        &r.canonical,
+                        &r.created_at,
+                    ],
+                )
+                .await
+                .map(drop)
+            },
+            async {
+                let Some((op, fingerprint, revision, attempts)) = &op_row else {
+                    return Ok(());
+                };
+                tx.execute(
+                    &st.upsert_op,
+                    &[
+                        &op.id,
+                        fingerprint,
+                        &op.draft_id.as_str(),
+                        revision,
+                        &op.status.as_str(),
+                        &op.owner,
+                        &op.lease_until,
+                        &op.result,
+                        &op.error,
+                        attempts,
+                        &op.started_at,
+                        &op.finished_at,
+                    ],
+                )
+                .await
+                .map(drop)
+            },
+            async {
+                let Some((tool, at)) = &commit.rate_event else {
+                    return Ok(());
+                };
+                if let Some((_, since)) = &window {
+                    tx.execute(&st.rate_trim, &[tool, since]).await?;
+                }
+                tx.execute(&st.rate_add, &[tool, at]).await.map(drop)
+            },
+            async {
+                if sealed.is_empty() {
+                    return Ok(());
+                }
+                tx.execute(&st.audit, &[&audit_seq, &audit_digest, &audit_body])
+                    .await
+                    .map(drop)
+            },
+        )
+        .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         Ok(sealed)
     }
@@ -395,6 +500,12 @@ impl GateStore for PostgresStore {
     async fn operation(&self, id: &str) -> Result<Option<Operation>> {
         let client = self.pool.get().await.map_err(pg)?;
         self.get_op(&client, id).await
+    }
+
+    async fn health(&self) -> Result<()> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!("SELECT 1 FROM {}.gate_audit WHERE seq < 0", self.s);
+        client.query(&sql, &[]).await.map_err(pg).map(drop)
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {

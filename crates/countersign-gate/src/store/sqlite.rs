@@ -5,7 +5,7 @@
 //! serialize on the connection's mutex. WAL lets readers proceed meanwhile. Statements run on the
 //! calling task: each transaction is a few microseconds of local I/O, cheaper than a thread hop.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use countersign_canon::Digest;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
 use super::rows::{
     hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
     state_from_row, state_to_row,
@@ -59,6 +60,12 @@ pub enum Durability {
 #[derive(Debug)]
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    path: PathBuf,
+    /// The file opened (device and inode): a file moved away or replaced under an open
+    /// connection is a store other processes no longer share.
+    identity: Option<(u64, u64)>,
+    /// Runs the WAL checkpoints so that commits only append (`None`: SQLite's own do).
+    checkpoint: Option<Checkpointer>,
 }
 
 fn db(e: rusqlite::Error) -> Error {
@@ -90,8 +97,13 @@ impl SqliteStore {
         };
         conn.pragma_update(None, "synchronous", level).map_err(db)?;
         conn.execute_batch(SCHEMA).map_err(db)?;
+        conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES)
+            .map_err(db)?;
         Ok(SqliteStore {
             conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+            identity: file_identity(path).ok(),
+            checkpoint: Checkpointer::start(path),
         })
     }
 
@@ -100,6 +112,18 @@ impl SqliteStore {
             .lock()
             .map_err(|_| Error::store("sqlite connection lock poisoned"))
     }
+}
+
+#[cfg(unix)]
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    std::fs::metadata(path).map(|_| (0, 0))
 }
 
 fn create_private(path: &Path) -> Result<()> {
@@ -365,6 +389,9 @@ impl GateStore for SqliteStore {
         let commit = step(snapshot);
         let sealed = write(&tx, window.as_ref(), commit)?;
         tx.commit().map_err(db)?;
+        if let Some(c) = &self.checkpoint {
+            c.committed();
+        }
         Ok(sealed)
     }
 
@@ -415,6 +442,23 @@ impl GateStore for SqliteStore {
     async fn operation(&self, id: &str) -> Result<Option<Operation>> {
         let conn = self.lock()?;
         get_op(&conn, id)
+    }
+
+    async fn health(&self) -> Result<()> {
+        let now = file_identity(&self.path)
+            .map_err(|e| Error::store(format!("sqlite: {}: {e}", self.path.display())))?;
+        if self.identity != Some(now) {
+            return Err(Error::store(format!(
+                "sqlite: {} was moved or replaced since it was opened",
+                self.path.display()
+            )));
+        }
+        let conn = self.lock()?;
+        conn.prepare_cached("SELECT COUNT(*) FROM gate_audit WHERE seq < 0")
+            .map_err(db)?
+            .query_row([], |r| r.get::<_, i64>(0))
+            .map_err(db)
+            .map(drop)
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
