@@ -4,13 +4,15 @@
 //! carries the protocol, so logs go to stderr (level from `RUST_LOG`) and start-up failures are
 //! one `error[CODE]: message` line on stderr with the contract's exit codes.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy};
-use countersign_mcp::proxy::Upstream;
+use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
+use countersign_mcp::proxy::{Proxy, Upstream};
 use countersign_mcp::{Countersign, Error, Gated, Options, serve_stdio};
 
 /// Gate any MCP server's tool calls behind a person's approval of an exact revision.
@@ -29,12 +31,28 @@ struct Cli {
     /// Store URL (`sqlite:PATH`, `memory:`, `postgres://…`).
     #[arg(long, env = "COUNTERSIGN_STORE")]
     store: Option<String>,
+    /// Replay-ledger URL for confirmation tokens (`redis://…`, `postgres://…`; default: the store).
+    #[arg(long, env = "COUNTERSIGN_LEDGER")]
+    ledger: Option<String>,
     /// Policy file (default: `$COUNTERSIGN_HOME/countersign.toml` when it exists).
     #[arg(long)]
     config: Option<PathBuf>,
     /// Keyring file for confirmation tokens.
     #[arg(long, env = "COUNTERSIGN_KEYS")]
     keys: Option<PathBuf>,
+    /// Serve MCP over streamable HTTP at `http://ADDR/mcp` instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Bearer tokens and their principals: TOML `[[client]]` tables with `token`, `tenant`,
+    /// `subject` (without it, HTTP binds loopback addresses only).
+    #[arg(long, value_name = "FILE", requires = "http")]
+    auth: Option<PathBuf>,
+    /// A `Host` name accepted over HTTP besides the loopback names and the bound address.
+    #[arg(long = "allowed-host", value_name = "NAME", requires = "http")]
+    allowed_hosts: Vec<String>,
+    /// The largest HTTP request body in bytes (413 beyond).
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    max_body: Option<usize>,
     /// The upstream command and its arguments.
     #[arg(last = true)]
     command: Vec<String>,
@@ -84,10 +102,31 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Error> {
+    // Everything about the listener is checked before any store is opened.
+    let http = match cli.http {
+        Some(addr) => {
+            let mut http = HttpOptions::new(addr);
+            http.clients = cli
+                .auth
+                .as_deref()
+                .map(Clients::load)
+                .transpose()?
+                .map(Arc::new);
+            http.allowed_hosts = cli.allowed_hosts;
+            if let Some(max) = cli.max_body {
+                http.max_body = max;
+            }
+            http.check()?;
+            Some(http)
+        }
+        None => None,
+    };
     let options = Options {
         store: cli.store,
+        ledger: cli.ledger,
         config: cli.config,
         keys: cli.keys,
+        hosted: http.is_some(),
     };
     if cli.demo {
         if options.config.is_none() {
@@ -104,10 +143,33 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         let core = options.build_with_default_policy(Some(DEMO_POLICY)).await?;
-        serve_stdio(Gated::new(Demo::new(cli.out), Arc::new(core))).await
+        let gated = Gated::new(Demo::new(cli.out), Arc::new(core));
+        match http {
+            Some(http) => serve(HttpServer::bind(gated, http).await?).await,
+            None => serve_stdio(gated).await,
+        }
     } else {
         let core: Countersign = options.build().await?;
         let upstream = Upstream::start(cli.command).await?;
-        countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await
+        match http {
+            // One upstream child serves every HTTP session.
+            Some(http) => {
+                let gated = Gated::new(Proxy::new(upstream), Arc::new(core));
+                serve(HttpServer::bind(gated, http).await?).await
+            }
+            None => countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await,
+        }
     }
+}
+
+/// Announces the bound address (one line on stderr, whatever the log level: callers that asked
+/// for port 0 read the port from it) and serves until SIGTERM or ctrl-c.
+async fn serve(server: HttpServer) -> Result<(), Error> {
+    let shutdown = shutdown_signal()
+        .map_err(|e| Error::Transport(format!("cannot install the signal handlers: {e}")))?;
+    eprintln!(
+        "countersign-mcp: listening on http://{}{MCP_PATH}",
+        server.local_addr()
+    );
+    server.run(shutdown).await
 }

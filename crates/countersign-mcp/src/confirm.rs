@@ -113,6 +113,30 @@ impl Confirmer {
         Ok(result)
     }
 
+    /// Mints a token for a call of `tool` with `args`, to be consumed once by
+    /// [`Confirmer::redeem`]; used where the token itself travels as opaque state.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID`.
+    pub(crate) fn mint(
+        &self,
+        tool: &str,
+        risk: &str,
+        args: &Value,
+        principal: &Principal,
+    ) -> Result<String> {
+        let binding = Binding {
+            tool,
+            risk: parse_risk(risk)?,
+            args,
+            principal,
+        };
+        self.signer
+            .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
+            .map(|minted| minted.token)
+            .map_err(|e| Error::Config(e.to_string()))
+    }
+
     /// Verifies and consumes the token of a real call.
     ///
     /// # Errors

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
 use countersign_gate::{Gate, GateStore, MemoryStore, Mode, Policy, Proposal};
@@ -60,7 +61,12 @@ pub struct Countersign {
     written: Option<Policy>,
     confirm: Option<Confirmer>,
     limits: Limits,
+    /// How long a call waits for the person's answer to an elicitation.
+    elicitation_timeout: Duration,
 }
+
+/// How long a call waits for a person to answer an approval asked inside the host.
+pub const DEFAULT_ELICITATION_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
 impl Countersign {
     /// A layer over `store` with the policy text `policy` (`None`: no file, every tool not
@@ -80,6 +86,7 @@ impl Countersign {
             written,
             confirm,
             limits: Limits::DEFAULT,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
         })
     }
 
@@ -101,6 +108,7 @@ impl Countersign {
             written,
             confirm,
             limits: Limits::DEFAULT,
+            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
         })
     }
 
@@ -117,6 +125,19 @@ impl Countersign {
     pub fn with_gate(mut self, gate: Gate) -> Self {
         self.gate = gate;
         self
+    }
+
+    /// Sets how long a call waits for the answer to an approval asked inside the host (MCP
+    /// elicitation) before it falls back to `APPROVAL_REQUIRED` (default 10 minutes).
+    #[must_use]
+    pub fn with_elicitation_timeout(mut self, timeout: Duration) -> Self {
+        self.elicitation_timeout = timeout;
+        self
+    }
+
+    /// How long a call waits for the answer to an approval asked inside the host.
+    pub fn elicitation_timeout(&self) -> Duration {
+        self.elicitation_timeout
     }
 
     /// The gate.
@@ -170,11 +191,28 @@ impl Countersign {
         args: &Map<String, Value>,
         principal: Principal,
     ) -> Result<CallToolResult> {
+        let draft = self.propose_draft(tool, args, principal).await?;
+        approval_required(
+            &draft,
+            "a person must approve this exact revision before it runs",
+        )
+    }
+
+    /// Stores a draft for a call of `tool` and returns it.
+    ///
+    /// # Errors
+    /// As [`Countersign::propose`].
+    pub(crate) async fn propose_draft(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        principal: Principal,
+    ) -> Result<countersign_gate::Draft> {
         let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
             rule: "INVALID_JSON",
             message: e.to_string(),
         })?;
-        let draft = self
+        Ok(self
             .gate
             .propose(Proposal {
                 action: &tool.name,
@@ -182,11 +220,7 @@ impl Countersign {
                 tool: tool_digest(tool)?,
                 principal,
             })
-            .await?;
-        approval_required(
-            &draft,
-            "a person must approve this exact revision before it runs",
-        )
+            .await?)
     }
 }
 
@@ -195,12 +229,20 @@ pub(crate) fn approval_required(
     draft: &countersign_gate::Draft,
     why: &str,
 ) -> Result<CallToolResult> {
+    let message = format!(
+        "{why}: ask a person to run `countersign approve {} {}`, then call countersign_execute with this draft_id, revision and a new operation_id",
+        draft.id, draft.revision
+    );
+    approval_required_saying(draft, &message)
+}
+
+/// The `APPROVAL_REQUIRED` result for `draft`, with `message` as the whole message.
+pub(crate) fn approval_required_saying(
+    draft: &countersign_gate::Draft,
+    message: &str,
+) -> Result<CallToolResult> {
     let manifest = countersign_gate::manifest(draft)?;
     let revision = draft.revision.to_hex();
-    let message = format!(
-        "{why}: ask a person to run `countersign approve {} {revision}`, then call countersign_execute with this draft_id, revision and a new operation_id",
-        draft.id
-    );
     let mut rest = Map::new();
     rest.insert("draft_id".into(), draft.id.as_str().into());
     rest.insert("revision".into(), revision.into());
@@ -208,7 +250,7 @@ pub(crate) fn approval_required(
     rest.insert("manifest".into(), manifest.entries_json());
     Ok(refusal(
         "APPROVAL_REQUIRED",
-        &message,
+        message,
         true,
         Map::new(),
         rest,

@@ -2,9 +2,10 @@
 //!
 //! Everything but `tools/call` and `tools/list` is forwarded untouched. A call of a gated tool
 //! never reaches the wrapped handler: it becomes a draft (approval mode) or needs a token
-//! (confirm mode). Only `countersign_execute` reaches the handler for an approval-mode tool, and
-//! then with the stored canonical arguments a person approved, never the caller's copy. The stdio
-//! proxy and the demo are both a `Gated` around a plain handler.
+//! (confirm mode). An approval-mode tool reaches the handler only through `countersign_execute`,
+//! or at once after a person approved it inside the host (elicitation, where the policy allows
+//! it), and always with the stored canonical arguments a person approved, never the caller's
+//! copy. The stdio proxy and the demo are both a `Gated` around a plain handler.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::confirm::{ConfirmStep, Confirmer, canonical_args, without_controls};
 use crate::core::{Countersign, Plan};
+use crate::elicit::Next;
 use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
@@ -183,9 +185,33 @@ impl<H: ServerHandler> Gated<H> {
                             return Err(unknown_tool(name));
                         };
                         crate::schema::check(&tool.input_schema, &args)?;
-                        self.core.propose(&tool, &args, principal).await?
+                        let asked = crate::elicit::approval(
+                            &self.core, &tool, &request, &principal, &context,
+                        );
+                        match asked.await? {
+                            Next::Respond(response) => return Ok(response),
+                            // Approved in the host: run it now, exactly as countersign_execute
+                            // would, under an operation id a retry of this call reuses.
+                            Next::Run {
+                                draft_id,
+                                revision,
+                                operation_id,
+                            } => {
+                                let mut run = Map::new();
+                                run.insert("draft_id".into(), draft_id.into());
+                                run.insert("revision".into(), revision.into());
+                                run.insert("operation_id".into(), operation_id.into());
+                                self.execute(&run, &principal, context).await?
+                            }
+                        }
                     }
                     Plan::Confirm { risk } => {
+                        // The token covers the arguments; the schema still decides whether they
+                        // are a call of this tool at all, before a dry run previews them.
+                        let mut plain = args.clone();
+                        plain.remove("dry_run");
+                        plain.remove("confirmation_token");
+                        crate::schema::check(&tool.input_schema, &plain)?;
                         return self.confirm(request, &risk, &principal, context).await;
                     }
                 }
@@ -266,9 +292,10 @@ impl<H: ServerHandler> Gated<H> {
         if draft.principal != *principal {
             return Err(countersign_gate::Error::NotFound.into());
         }
-        if draft.state.is_open() {
+        if may_run(&draft, gate.policy()) {
             // A definition that changed since the proposal voids the draft: what a person
-            // approved was a call of the old tool.
+            // approved was a call of the old tool. That holds for a retry as much as a first
+            // run.
             let recorded = crate::status::recorded_tool(&draft)?;
             let current = self.tool(&draft.action, true, &context).await?;
             let same = match &current {
@@ -287,6 +314,17 @@ impl<H: ServerHandler> Gated<H> {
     }
 }
 
+/// Whether executing `draft` could call the action: open, or a retry the gate allows (after a
+/// transient failure, or after an unknown outcome of a tool the policy calls idempotent).
+fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::Policy) -> bool {
+    use countersign_gate::State;
+    match &draft.state {
+        State::FailedRetryable(_) => true,
+        State::OutcomeUnknown(_) => policy.lookup(&draft.action).is_ok_and(|t| t.idempotent),
+        state => state.is_open(),
+    }
+}
+
 fn unknown_tool(name: &str) -> Error {
     countersign_gate::Error::PolicyDenied {
         tool: name.to_owned(),
@@ -298,11 +336,19 @@ fn unknown_tool(name: &str) -> Error {
 /// The caller's principal: whatever the transport put in the request's extensions (streamable
 /// HTTP with client authentication), else nobody in particular.
 pub fn principal(context: &RequestContext<RoleServer>) -> Principal {
-    context
+    if let Some(p) = context.extensions.get::<Principal>() {
+        return p.clone();
+    }
+    // rmcp carries the HTTP request's parts, with the extensions the bearer check set.
+    #[cfg(feature = "http")]
+    if let Some(p) = context
         .extensions
-        .get::<Principal>()
-        .cloned()
-        .unwrap_or_default()
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Principal>())
+    {
+        return p.clone();
+    }
+    Principal::default()
 }
 
 fn with_tools(mut info: InitializeResult) -> InitializeResult {

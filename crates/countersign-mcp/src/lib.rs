@@ -20,10 +20,13 @@
 mod confirm;
 mod core;
 pub mod demo;
+mod elicit;
 mod error;
 mod forward;
 mod gated;
 pub mod guard;
+#[cfg(feature = "http")]
+pub mod http;
 mod port;
 pub mod proxy;
 mod relay;
@@ -35,7 +38,7 @@ mod tools;
 mod transport;
 
 pub use crate::confirm::{ConfirmStep, Confirmer};
-pub use crate::core::{Countersign, Plan, read_policy};
+pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, read_policy};
 pub use crate::error::{Error, Result, refusal};
 pub use crate::gated::{Gated, principal};
 pub use crate::port::{HandlerPort, NOT_SENT};

@@ -156,13 +156,18 @@ impl UpstreamTransport {
         let Some((program, args)) = command.split_first() else {
             return Err(std::io::Error::other("empty command"));
         };
-        let mut child = tokio::process::Command::new(program)
+        let mut command = tokio::process::Command::new(program);
+        command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()?;
+            .kill_on_drop(true);
+        // Its own process group: ctrl-c in the terminal signals the whole foreground group, and
+        // the upstream must not die mid-call while this server is finishing in-flight calls.
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn()?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the child has no stdio pipes"));
         };

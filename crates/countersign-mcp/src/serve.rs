@@ -20,10 +20,16 @@ use crate::transport::GuardedTransport;
 pub struct Options {
     /// `--store URL` (else `COUNTERSIGN_STORE`, else the default SQLite file).
     pub store: Option<String>,
+    /// `--ledger URL` (else `COUNTERSIGN_LEDGER`): where confirmation tokens are consumed, when
+    /// not in the store itself, e.g. drafts on PostgreSQL and the replay ledger on Redis.
+    pub ledger: Option<String>,
     /// `--config FILE` (else `$HOME_FOLDER/countersign.toml` when it exists).
     pub config: Option<PathBuf>,
     /// `--keys FILE` (else `COUNTERSIGN_KEYS`, `COUNTERSIGN_TOKEN_SECRET`, or an ephemeral key).
     pub keys: Option<PathBuf>,
+    /// Served over the network (`--http`): an ephemeral token key is refused, since a token
+    /// minted by one replica or before a restart would fail everywhere else.
+    pub hosted: bool,
 }
 
 impl Options {
@@ -45,7 +51,11 @@ impl Options {
         let url = StoreUrl::from_option(self.store.as_deref()).map_err(|e| config(&e))?;
         let default_policy = default_policy_path()?;
         let policy = read_policy(self.config.as_deref(), &default_policy)?;
-        let ledger = open_ledger(&url, &OpenOptions::default())
+        let ledger_url = match self.ledger.as_deref() {
+            Some(l) => StoreUrl::parse(l).map_err(|e| config(&e))?,
+            None => url.clone(),
+        };
+        let ledger = open_ledger(&ledger_url, &OpenOptions::default())
             .await
             .map_err(|e| Error::StoreUnavailable(e.to_string()))?;
         let keys = self.keys.clone();
@@ -54,7 +64,7 @@ impl Options {
                 ("COUNTERSIGN_KEYS", Some(path)) => Some(path.display().to_string()),
                 _ => std::env::var(name).ok(),
             },
-            false,
+            self.hosted,
         )
         .map_err(|e| config(&e))?;
         for note in &settings.notes {

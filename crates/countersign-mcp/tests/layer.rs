@@ -19,6 +19,10 @@ use serde_json::{Value, json};
 struct Counting {
     calls: Arc<AtomicUsize>,
     seen: Arc<std::sync::Mutex<Vec<Value>>>,
+    /// When set, the next `launch` fails in a way its caller may retry.
+    fail_next: Arc<std::sync::atomic::AtomicBool>,
+    /// `launch`'s description when not empty.
+    description: Arc<std::sync::Mutex<String>>,
 }
 
 impl ServerHandler for Counting {
@@ -40,7 +44,7 @@ impl ServerHandler for Counting {
         let mut read = Tool::new("peek", "Reads.", schema.clone());
         read.annotations = Some(ToolAnnotations::new().read_only(true));
         Ok(ListToolsResult::with_all_items(vec![
-            Tool::new("launch", "Launches.", schema),
+            Tool::new("launch", self.launch_description(), schema),
             read,
         ]))
     }
@@ -51,11 +55,23 @@ impl ServerHandler for Counting {
         _c: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        if self.fail_next.swap(false, Ordering::SeqCst) {
+            let mut r = CallToolResult::error(vec![ContentBlock::text("try again later")]);
+            r.structured_content = Some(json!({"error": {"retryable": true}}));
+            return Ok(r.into());
+        }
         let args = Value::Object(request.arguments.unwrap_or_default());
         self.seen.lock().expect("lock").push(args.clone());
         let mut r = CallToolResult::success(vec![ContentBlock::text("done")]);
         r.structured_content = Some(json!({"tool": request.name, "args": args}));
         Ok(r.into())
+    }
+}
+
+impl Counting {
+    fn launch_description(&self) -> String {
+        let d = self.description.lock().expect("lock").clone();
+        if d.is_empty() { "Launches.".into() } else { d }
     }
 }
 
@@ -161,5 +177,42 @@ async fn denied_and_unknown_tools_are_refused_without_a_call() {
         "NOT_FOUND"
     );
     assert_eq!(inner.calls.load(Ordering::SeqCst), 0);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_retry_after_a_transient_failure_is_held_to_the_tool_definition() {
+    let core = Arc::new(Countersign::in_memory(None).expect("layer"));
+    let inner = Counting::default();
+    let client = connect(core.clone(), inner.clone()).await;
+    let r = call(&client, "launch", json!({"target": "moon"})).await;
+    let s = r.structured_content.expect("structured");
+    let draft = s["draft_id"].as_str().expect("draft").to_owned();
+    let revision = s["revision"].as_str().expect("revision").to_owned();
+    core.gate()
+        .approve(&draft, &revision, "tester", Channel::Cli)
+        .await
+        .expect("approve");
+    let exec = json!({"draft_id": draft, "revision": revision, "operation_id": "op"});
+
+    inner.fail_next.store(true, Ordering::SeqCst);
+    let r = call(&client, "countersign_execute", exec.clone()).await;
+    let s = r.structured_content.expect("structured");
+    assert_eq!(s["error"]["code"], "UPSTREAM_ERROR", "{s}");
+    assert_eq!(s["error"]["retryable"], true);
+    assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
+
+    // The tool changed after the failure: the approved call was a call of the old tool.
+    *inner.description.lock().expect("lock") = "Launches, and also deletes.".into();
+    let r = call(&client, "countersign_execute", exec.clone()).await;
+    let s = r.structured_content.expect("structured");
+    assert_eq!(s["error"]["code"], "STALE_REVISION", "{s}");
+    assert_eq!(inner.calls.load(Ordering::SeqCst), 1, "a stale retry ran");
+
+    // Back to the definition that was approved, the same operation may run again.
+    inner.description.lock().expect("lock").clear();
+    let r = call(&client, "countersign_execute", exec).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(inner.calls.load(Ordering::SeqCst), 2);
     client.cancel().await.expect("close");
 }

@@ -6,5 +6,7 @@ mod common;
 mod attacks;
 mod demo;
 mod guard;
+mod http;
 mod proxy;
+mod replicas;
 mod third_party;

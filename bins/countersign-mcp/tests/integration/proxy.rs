@@ -144,6 +144,12 @@ async fn confirm_mode_dry_run_token_and_replay() {
         "CONFIRMATION_REQUIRED"
     );
 
+    // A dry run of arguments the tool's schema refuses previews nothing and mints no token.
+    let bad = json!({"path": home.path().join("log.txt"), "dry_run": true});
+    let r = call(&client, "append_line", bad).await;
+    assert_eq!(code(&r), "INVALID_ARGUMENT", "{r:?}");
+    assert!(sc(&r).get("confirmation_token").is_none());
+
     let mut dry = line.clone();
     dry["dry_run"] = json!(true);
     let preview = call(&client, "append_line", dry).await;

@@ -1,0 +1,496 @@
+//! A bounded load test of two `countersign-mcp --demo --http` replicas on one PostgreSQL
+//! database, over loopback only.
+//!
+//! N concurrent MCP clients (streamable HTTP) each hold a session with both replicas. One cycle
+//! is the whole gated path: `publish_post` on one replica (a draft), an approval written through
+//! the store the way `countersign approve` writes it (the gate library on the same PostgreSQL
+//! URL: read the draft, recompute the revision from the stored bytes, approve), then
+//! `countersign_execute` on the *other* replica. The run stops by itself after `--cycles`
+//! cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle latency, and checks
+//! that every cycle ran exactly once: one post file per cycle, none missing, none twice, and one
+//! succeeded operation per cycle in the store. Anything else exits 1.
+//!
+//! The database is the run's own (`cs_load_…`, created on the server `--postgres` names and
+//! dropped at the end): the binaries keep their tables in the fixed schema `countersign`, so a
+//! database of its own is how a run stays apart from everything else on the server.
+//!
+//! ```text
+//! cargo build --release -p countersign-mcp-bin --bins --examples
+//! target/release/examples/loadtest --clients 64 --cycles 10000 \
+//!     --postgres postgres://postgres@127.0.0.1:5432/test
+//! ```
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use countersign_gate::audit::Anchor;
+use countersign_gate::store::postgres::PostgresStore;
+use countersign_gate::{Channel, Gate, Policy};
+use countersign_mcp::demo::DEMO_POLICY;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+type Client = RunningService<RoleClient, ()>;
+
+/// Load-test two countersign-mcp replicas on PostgreSQL over streamable HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "loadtest")]
+struct Args {
+    /// Concurrent MCP clients (each with a session on both replicas).
+    #[arg(long, default_value_t = 64)]
+    clients: usize,
+    /// Gated cycles in total (propose → approve → execute).
+    #[arg(long, default_value_t = 10_000)]
+    cycles: usize,
+    /// A PostgreSQL server URL; the run makes a database of its own there.
+    #[arg(long, env = "COUNTERSIGN_TEST_POSTGRES")]
+    postgres: String,
+    /// The `countersign-mcp` binary (default: next to this example's folder).
+    #[arg(long, env = "COUNTERSIGN_MCP_BIN")]
+    bin: Option<PathBuf>,
+    /// Where the demo writes posts (default: a temporary folder).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Give up (and fail) after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+}
+
+/// A failure of the run itself (not of a cycle): exit 3.
+type Fatal = Box<dyn std::error::Error + Send + Sync>;
+
+fn main() -> ExitCode {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    if args.clients == 0 || args.cycles == 0 {
+        eprintln!("error: --clients and --cycles must be at least 1");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+/// The parts of a `postgres://[userinfo@]host[:port][/db][?query]` URL the run rewrites.
+struct PgUrl {
+    head: String,
+    query: String,
+}
+
+impl PgUrl {
+    fn parse(url: &str) -> Result<PgUrl, Fatal> {
+        let (scheme, rest) = url
+            .split_once("://")
+            .ok_or("--postgres must be a postgres:// URL")?;
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, format!("?{q}")),
+            None => (rest, String::new()),
+        };
+        let authority = rest.split('/').next().unwrap_or_default();
+        Ok(PgUrl {
+            head: format!("{scheme}://{authority}"),
+            query,
+        })
+    }
+
+    fn database(&self, name: &str) -> String {
+        format!("{}/{name}{}", self.head, self.query)
+    }
+}
+
+async fn pg_connect(url: &str) -> Result<tokio_postgres::Client, Fatal> {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls).await?;
+    tokio::spawn(conn);
+    Ok(client)
+}
+
+fn random_hex(bytes: usize) -> Result<String, Fatal> {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn mcp_bin(args: &Args) -> Result<PathBuf, Fatal> {
+    if let Some(bin) = &args.bin {
+        return Ok(bin.clone());
+    }
+    // target/<profile>/examples/loadtest → target/<profile>/countersign-mcp
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot find the target folder")?;
+    let bin = dir.join(format!("countersign-mcp{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        return Err(format!(
+            "{} is missing: cargo build -p countersign-mcp-bin --bins --examples",
+            bin.display()
+        )
+        .into());
+    }
+    Ok(bin)
+}
+
+/// One replica process.
+struct Replica {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl Replica {
+    async fn start(
+        bin: &Path,
+        home: &Path,
+        out: &Path,
+        store: &str,
+        secret: &str,
+    ) -> Result<Replica, Fatal> {
+        let mut child = tokio::process::Command::new(bin)
+            .args(["--demo", "--out"])
+            .arg(out)
+            .args(["--http", "127.0.0.1:0", "--store", store])
+            .env("COUNTERSIGN_HOME", home)
+            .env("COUNTERSIGN_TOKEN_SECRET", secret)
+            .env_remove("COUNTERSIGN_STORE")
+            .env_remove("COUNTERSIGN_LEDGER")
+            .env_remove("COUNTERSIGN_KEYS")
+            .current_dir(home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let mut lines = BufReader::new(stderr).lines();
+        let mut seen = Vec::new();
+        let found = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(url) = line.strip_prefix("countersign-mcp: listening on ") {
+                    return Some(url.trim().to_owned());
+                }
+                seen.push(line);
+            }
+            None
+        })
+        .await;
+        let Ok(Some(url)) = found else {
+            return Err(format!("a replica did not start:\n{}", seen.join("\n")).into());
+        };
+        // Keep draining so logging never blocks the server; warnings still reach the terminal.
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("replica: {line}");
+            }
+        });
+        Ok(Replica { child, url })
+    }
+
+    async fn client(&self) -> Result<Client, Fatal> {
+        let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
+        Ok(tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await??)
+    }
+
+    /// SIGTERM (graceful shutdown), then SIGKILL if it lingers.
+    async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+/// Approves as `countersign approve DRAFT REVISION --yes` does: the stored bytes must still hash
+/// to the revision the person was shown, then exactly that revision is approved.
+async fn approve(gate: &Gate, draft_id: &str, revision: &str) -> Result<(), String> {
+    let draft = gate.draft(draft_id).await.map_err(|e| e.to_string())?;
+    let manifest = countersign_gate::manifest(&draft).map_err(|e| e.to_string())?;
+    if manifest.revision != draft.revision || manifest.revision.to_hex() != revision {
+        return Err("the stored draft does not hash to the revision".into());
+    }
+    gate.approve(draft_id, revision, "loadtest", Channel::Cli)
+        .await
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
+    let Value::Object(map) = args else {
+        return Err("arguments must be an object".into());
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
+        .await
+        .map_err(|e| format!("{tool}: {e}"))
+}
+
+fn structured(r: &CallToolResult) -> &Value {
+    static NULL: Value = Value::Null;
+    r.structured_content.as_ref().unwrap_or(&NULL)
+}
+
+fn field<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// One cycle; `Ok` with the slug the post got.
+async fn cycle(first: &Client, second: &Client, gate: &Gate, i: usize) -> Result<String, String> {
+    let post = json!({
+        "title": format!("load {i}"),
+        "body": "A post written by the load test.\nIt goes through the whole gate: a draft, a person's approval of its exact revision, one execution.",
+        "visibility": "public",
+    });
+    let r = call(first, "publish_post", post).await?;
+    let s = structured(&r);
+    let code = s.pointer("/error/code").and_then(Value::as_str);
+    if code != Some("APPROVAL_REQUIRED") {
+        return Err(format!("propose answered {code:?}: {s}"));
+    }
+    let (draft, revision) = (
+        field(s, "draft_id").to_owned(),
+        field(s, "revision").to_owned(),
+    );
+    approve(gate, &draft, &revision).await?;
+    let args =
+        json!({"draft_id": draft, "revision": revision, "operation_id": format!("load-{i}")});
+    let r = call(second, "countersign_execute", args).await?;
+    let s = structured(&r);
+    if r.is_error == Some(true) || s.get("replay") != Some(&Value::Bool(false)) {
+        return Err(format!("execute: {s}"));
+    }
+    Ok(s.pointer("/result/slug")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned())
+}
+
+/// What the clients saw.
+#[derive(Default)]
+struct Tally {
+    latencies: Vec<Duration>,
+    /// Cycles that got a success, by index: the slug their post got.
+    slugs: Vec<(usize, String)>,
+    failures: Vec<String>,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    // Nearest rank.
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+async fn run(args: Args) -> Result<bool, Fatal> {
+    let bin = mcp_bin(&args)?;
+    let server = PgUrl::parse(&args.postgres)?;
+    let name = format!("cs_load_{}_{}", std::process::id(), random_hex(4)?);
+    let admin = pg_connect(&args.postgres).await?;
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await?;
+    let store = server.database(&name);
+    let result = run_on(&args, &bin, &store, &name).await;
+    let dropped = admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        .await;
+    if let Err(e) = dropped {
+        eprintln!("warning: could not drop database {name}: {e}");
+    }
+    result
+}
+
+async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool, Fatal> {
+    let home = tempfile::tempdir()?;
+    let mut policy = std::fs::OpenOptions::new();
+    policy.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut policy, 0o600);
+    policy
+        .open(home.path().join("countersign.toml"))?
+        .write_all(DEMO_POLICY.as_bytes())?;
+    let out_dir = tempfile::tempdir()?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| out_dir.path().join("out"));
+    let secret = random_hex(32)?;
+    let a = Replica::start(bin, home.path(), &out, store, &secret).await?;
+    let b = Replica::start(bin, home.path(), &out, store, &secret).await?;
+
+    let gate = Arc::new(
+        Gate::new(
+            Arc::new(PostgresStore::connect(store, "countersign").await?),
+            Arc::new(Policy::from_toml(DEMO_POLICY)?),
+        )
+        .with_anchor(Anchor::new(home.path().join("gate-audit-loadtest.anchor"))),
+    );
+
+    let mut sessions = Vec::with_capacity(args.clients);
+    for _ in 0..args.clients {
+        sessions.push((a.client().await?, b.client().await?));
+    }
+    println!(
+        "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients, {} cycles",
+        args.clients, args.cycles
+    );
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let tally = Arc::new(std::sync::Mutex::new(Tally::default()));
+    let cycles = args.cycles;
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (n, (ca, cb)) in sessions.into_iter().enumerate() {
+        let (next, tally, gate) = (next.clone(), tally.clone(), gate.clone());
+        tasks.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= cycles {
+                    break;
+                }
+                // Alternate the direction so both replicas propose and both execute.
+                let (first, second) = if (n + i) % 2 == 0 {
+                    (&ca, &cb)
+                } else {
+                    (&cb, &ca)
+                };
+                let t0 = Instant::now();
+                let outcome = cycle(first, second, &gate, i).await;
+                let took = t0.elapsed();
+                let Ok(mut t) = tally.lock() else { break };
+                match outcome {
+                    Ok(slug) => {
+                        t.latencies.push(took);
+                        t.slugs.push((i, slug));
+                    }
+                    Err(e) => t.failures.push(format!("cycle {i}: {e}")),
+                }
+            }
+            let _ = ca.cancel().await;
+            let _ = cb.cancel().await;
+        });
+    }
+    let finished = tokio::time::timeout(Duration::from_secs(args.timeout), async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    let elapsed = started.elapsed();
+    if finished.is_err() {
+        tasks.abort_all();
+        eprintln!("error: the run did not finish within {}s", args.timeout);
+    }
+
+    // What the store says, before the replicas go.
+    let db = pg_connect(store).await?;
+    let succeeded: i64 = db
+        .query_one(
+            "SELECT COUNT(*) FROM countersign.gate_operations WHERE status = 'succeeded'",
+            &[],
+        )
+        .await?
+        .get(0);
+    drop(db);
+    a.stop().await;
+    b.stop().await;
+    drop(gate);
+
+    let t = std::mem::take(&mut *tally.lock().map_err(|_| "tally poisoned")?);
+    let mut files: Vec<String> = std::fs::read_dir(&out)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    // Exactly one post per cycle: `load-I.json` for every I, nothing else (a second run of a
+    // cycle would have written `load-I-2.json`).
+    let expected: std::collections::BTreeSet<String> =
+        (0..cycles).map(|i| format!("load-{i}.json")).collect();
+    let present: std::collections::BTreeSet<String> = files.iter().cloned().collect();
+    let lost = expected.difference(&present).count();
+    let doubled = present.difference(&expected).count();
+    let wrong_slug = t
+        .slugs
+        .iter()
+        .filter(|(i, slug)| *slug != format!("load-{i}"))
+        .count();
+
+    let mut latencies = t.latencies.clone();
+    latencies.sort();
+    let done = t.slugs.len();
+    let rate = done as f64 / elapsed.as_secs_f64();
+    println!(
+        "executed {done} of {cycles} cycles in {:.2} s: {rate:.0} cycles/s",
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "cycle latency: p50 {}, p99 {}, max {}",
+        ms(percentile(&latencies, 50.0)),
+        ms(percentile(&latencies, 99.0)),
+        ms(latencies.last().copied().unwrap_or_default())
+    );
+    println!(
+        "posts written {}; succeeded operations in the store {succeeded}; lost {lost}, doubled {doubled}",
+        files.len()
+    );
+    for f in t.failures.iter().take(10) {
+        println!("failure: {f}");
+    }
+    let ok = finished.is_ok()
+        && t.failures.is_empty()
+        && done == cycles
+        && lost == 0
+        && doubled == 0
+        && wrong_slug == 0
+        && usize::try_from(succeeded).ok() == Some(cycles);
+    if !ok {
+        println!(
+            "FAILED: {} failed cycles, {lost} lost, {doubled} doubled, {wrong_slug} unexpected slugs, {succeeded} succeeded operations for {cycles} cycles",
+            t.failures.len()
+        );
+    }
+    Ok(ok)
+}
