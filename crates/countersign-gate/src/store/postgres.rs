@@ -269,18 +269,57 @@ impl PostgresStore {
     }
 }
 
+/// A pooled connection inside a transaction begun by hand (so that BEGIN, the lock and the
+/// reads share one round trip, and the writes and COMMIT another). Unless the COMMIT came back,
+/// dropping it — on an error, or when the caller's future is dropped mid-way — discards the
+/// connection instead of returning it to the pool: the server then rolls the transaction back
+/// and frees the lock, and no half-done transaction is ever handed to the next caller.
+struct OpenTx {
+    client: Option<deadpool_postgres::Client>,
+}
+
+impl OpenTx {
+    fn new(client: deadpool_postgres::Client) -> Self {
+        OpenTx {
+            client: Some(client),
+        }
+    }
+
+    fn client(&self) -> Result<&deadpool_postgres::Client> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| Error::store("postgres connection already released"))
+    }
+
+    /// The COMMIT succeeded: the connection is clean and goes back to the pool.
+    fn committed(mut self) {
+        drop(self.client.take());
+    }
+}
+
+impl Drop for OpenTx {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            drop(deadpool_postgres::Client::take(client));
+        }
+    }
+}
+
 #[async_trait]
 impl GateStore for PostgresStore {
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
         let q = &self.sql;
-        let mut client = self.pool.get().await.map_err(pg)?;
+        let client = self.pool.get().await.map_err(pg)?;
         let st = Statements::prepare(&client, q).await?;
-        let tx = client.transaction().await.map_err(pg)?;
-        // The lock first, on its own: nothing below may be read before it is held.
-        tx.execute(&st.lock, &[]).await.map_err(pg)?;
-        // Every read the decision needs, pipelined: one round trip under the lock.
+        let open = OpenTx::new(client);
+        let tx = open.client()?;
+        // BEGIN, the lock and every read the decision needs go out in one round trip. The
+        // server runs a connection's statements in the order sent, and `try_join!` polls (and
+        // so sends) in the order written: no read runs before the lock is held.
         let draft_id = keys.draft.as_ref().map(DraftId::as_str);
-        let (draft, operation, head) = tokio::try_join!(
+        let ((), (), draft, operation, head) = tokio::try_join!(
+            tx.batch_execute("BEGIN"),
+            async { tx.execute(&st.lock, &[]).await.map(drop) },
             async {
                 match draft_id {
                     Some(id) => tx.query_opt(&st.draft, &[&id]).await,
@@ -362,8 +401,10 @@ impl GateStore for PostgresStore {
                 i64::from(op.attempts),
             )
         });
-        // Every write, pipelined: one round trip. They touch different rows, so their order
-        // does not matter; a failure aborts the transaction and the rest with it.
+        // Every write and the COMMIT, pipelined: one round trip. The writes touch different
+        // rows, so their order does not matter; a failure aborts the transaction, the COMMIT
+        // sent behind it then only rolls back, and the error is returned (and `open` discards
+        // the connection).
         tokio::try_join!(
             async {
                 let Some((d, seq, revision, hidden, principal, state, detail)) = &draft_row else {
@@ -447,9 +488,10 @@ impl GateStore for PostgresStore {
                     .await
                     .map(drop)
             },
+            tx.batch_execute("COMMIT"),
         )
         .map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
+        open.committed();
         Ok(sealed)
     }
 
