@@ -288,14 +288,5 @@ pub async fn serve_stdio(upstream: Upstream, core: Arc<Countersign>) -> Result<(
     });
     let (read, write) = rmcp::transport::stdio_pipes();
     let transport = GuardedTransport::with_bypass(read, write, limits, Some(bypass));
-    let running = gated
-        .serve(transport)
-        .await
-        .map_err(|e| Error::Transport(e.to_string()))?;
-    let reason = running
-        .waiting()
-        .await
-        .map_err(|e| Error::Transport(e.to_string()))?;
-    tracing::info!(?reason, "connection closed");
-    Ok(())
+    crate::serve::serve_guarded(gated, transport).await
 }

@@ -101,7 +101,16 @@ pub async fn serve_stdio<H: ServerHandler>(handler: H) -> Result<()> {
 /// `TRANSPORT_ERROR` when the handshake or the connection fails.
 pub async fn serve_stdio_with<H: ServerHandler>(handler: H, limits: Limits) -> Result<()> {
     let (read, write) = rmcp::transport::stdio_pipes();
-    let transport = GuardedTransport::new(read, write, limits);
+    serve_guarded(handler, GuardedTransport::new(read, write, limits)).await
+}
+
+/// Serves `handler` over an already guarded transport until the client disconnects: the one
+/// serve loop of the stdio server, the demo and the proxy.
+pub(crate) async fn serve_guarded<H, W>(handler: H, transport: GuardedTransport<W>) -> Result<()>
+where
+    H: ServerHandler,
+    GuardedTransport<W>: rmcp::transport::Transport<rmcp::RoleServer> + 'static,
+{
     let running = handler
         .serve(transport)
         .await
