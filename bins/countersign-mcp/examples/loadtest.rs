@@ -36,6 +36,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -215,8 +216,11 @@ impl Replica {
         Ok(Replica { child, url })
     }
 
-    async fn client(&self) -> Result<Client, Fatal> {
-        let transport = StreamableHttpClientTransport::from_uri(self.url.clone());
+    async fn client(&self, http: &reqwest::Client) -> Result<Client, Fatal> {
+        let transport = StreamableHttpClientTransport::with_client(
+            http.clone(),
+            StreamableHttpClientTransportConfig::with_uri(self.url.clone()),
+        );
         Ok(tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await??)
     }
 
@@ -368,9 +372,14 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         .with_anchor(Anchor::new(home.path().join("gate-audit-loadtest.anchor"))),
     );
 
+    // One connection pool for all clients, kept alive between requests, as an HTTP client in
+    // a long-running agent host would be: the transport's default opens a connection per request.
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(2 * args.clients)
+        .build()?;
     let mut sessions = Vec::with_capacity(args.clients);
     for _ in 0..args.clients {
-        sessions.push((a.client().await?, b.client().await?));
+        sessions.push((a.client(&http).await?, b.client(&http).await?));
     }
     println!(
         "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients, {} cycles",

@@ -100,6 +100,74 @@ pub fn seal(prev: Option<(u64, Digest)>, event: AuditEvent) -> AuditRecord {
     }
 }
 
+/// A record whose place in the chain is not known yet: its canonical bytes split around the two
+/// values only the chain's tail decides, `prev` and `seq` (keys sort, so `prev` comes first).
+///
+/// A store that appends to the chain inside the database (PostgreSQL, where the chain's tail may
+/// be read only under the chain's lock, and the lock is best held only while the server works)
+/// joins the parts with the tail it finds: `head ‖ prev ‖ mid ‖ seq ‖ tail`, where `prev` is the
+/// previous digest as a JSON string (or `null`) and `seq` the decimal sequence number. The
+/// result is byte for byte what [`seal`] makes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unchained {
+    /// Up to and including `"prev":`.
+    pub head: Vec<u8>,
+    /// From after the `prev` value up to and including `"seq":`.
+    pub mid: Vec<u8>,
+    /// From after the `seq` value to the end.
+    pub tail: Vec<u8>,
+}
+
+impl Unchained {
+    /// Renders `event` with the chain's two values left out.
+    pub fn new(event: AuditEvent) -> Self {
+        // Sealed as a first record, `prev` is `null` and `seq` is `1`. In canonical JSON a
+        // quote inside a string is escaped, so `"prev":` and `"seq":` can only be the keys.
+        let body = seal(None, event).body;
+        let (prev_key, seq_key) = (br#""prev":"#.as_slice(), br#""seq":"#.as_slice());
+        let at = |needle: &[u8], from: usize| {
+            body[from..]
+                .windows(needle.len())
+                .position(|w| w == needle)
+                .map_or(body.len(), |i| from + i + needle.len())
+        };
+        let prev_end = at(prev_key, 0);
+        let seq_end = at(seq_key, prev_end);
+        let after_prev = (prev_end + b"null".len()).min(seq_end);
+        let after_seq = (seq_end + 1).min(body.len());
+        Unchained {
+            head: body[..prev_end].to_vec(),
+            mid: body[after_prev..seq_end].to_vec(),
+            tail: body[after_seq..].to_vec(),
+        }
+    }
+
+    /// The record after `prev` (or the first record).
+    pub fn chain(&self, prev: Option<(u64, Digest)>) -> AuditRecord {
+        let seq = prev.map_or(1, |(s, _)| s + 1);
+        let prev_json =
+            prev.map_or_else(|| "null".to_owned(), |(_, d)| format!("\"{}\"", d.to_hex()));
+        let seq_text = seq.to_string();
+        let mut body = Vec::with_capacity(
+            self.head.len() + prev_json.len() + self.mid.len() + seq_text.len() + self.tail.len(),
+        );
+        for part in [
+            self.head.as_slice(),
+            prev_json.as_bytes(),
+            &self.mid,
+            seq_text.as_bytes(),
+            &self.tail,
+        ] {
+            body.extend_from_slice(part);
+        }
+        AuditRecord {
+            seq,
+            digest: digest(Domain::Audit, &body),
+            body,
+        }
+    }
+}
+
 /// What `verify` found wrong, with the sequence number where it was found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("audit chain broken at record {seq}: {problem}")]

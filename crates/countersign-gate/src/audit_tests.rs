@@ -110,3 +110,25 @@ fn text_fields_keep_at_most_256_characters() {
     );
     assert!(body.contains("\"short\":\"abc\""), "{body}");
 }
+
+#[test]
+fn an_unchained_record_joins_to_exactly_what_seal_makes() {
+    let events = [
+        AuditEvent::new("propose", 1),
+        AuditEvent::new("execute", 1_700_000_000_123)
+            .text("draft", "d1")
+            .text("note", r#"a "prev":null and "seq":1 inside a value"#)
+            .text("zz", "after every key")
+            .number("attempt", 3),
+        AuditEvent::new("approve", 5)
+            .text("a", "")
+            .text("z", "\u{2028}\"\\"),
+    ];
+    let d = digest(Domain::Audit, b"x");
+    for event in events {
+        let unchained = Unchained::new(event.clone());
+        for prev in [None, Some((1, d)), Some((9, d)), Some((99_999_999_999, d))] {
+            assert_eq!(unchained.chain(prev), seal(prev, event.clone()), "{prev:?}");
+        }
+    }
+}

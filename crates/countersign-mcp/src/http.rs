@@ -180,6 +180,11 @@ impl HttpServer {
             .with_allowed_hosts(hosts.clone())
             .with_allowed_origins(origins)
             .with_max_request_body_bytes(options.max_body)
+            // A sessionless (2026-07-28) call answered by one message goes back as plain JSON
+            // rather than as a one-event stream: the body then ends with the message, so the
+            // client can reuse the connection at once. A handler that sends anything before its
+            // answer still gets a stream.
+            .with_json_response(true)
             .with_cancellation_token(sessions.clone());
         let mcp = StreamableHttpService::new(
             move || Ok(gated.clone()),

@@ -138,6 +138,56 @@ pub async fn approved(gate: &Gate, action: &str, args: &str) -> Draft {
 
 const T0: i64 = 1_764_000_000_000;
 
+/// `n` drafts of `action` (arguments from `args(i)`), approved all at once so a pooled store has
+/// a warm connection per draft: the execute race that follows then starts together instead of
+/// being spread out by connection set-up.
+async fn approved_together(
+    g: &Arc<Gate>,
+    action: &'static str,
+    n: usize,
+    args: impl Fn(usize) -> String,
+) -> Vec<Draft> {
+    let mut drafts = Vec::new();
+    for i in 0..n {
+        drafts.push(propose(g, action, &args(i)).await);
+    }
+    let mut tasks = Vec::new();
+    for d in &drafts {
+        let (g, id, rev) = (g.clone(), d.id.clone(), d.revision.to_hex());
+        tasks.push(tokio::spawn(async move {
+            g.approve(id.as_str(), &rev, "alice", Channel::Cli).await
+        }));
+    }
+    for t in tasks {
+        if let Err(e) = t.await.expect("task") {
+            panic!("approve: {e}");
+        }
+    }
+    drafts
+}
+
+/// Starts one execute per draft at the same moment.
+fn execute_together(
+    g: &Arc<Gate>,
+    drafts: &[Draft],
+    action: &Arc<CountingAction>,
+    operation_id: impl Fn(usize) -> String,
+) -> Vec<tokio::task::JoinHandle<crate::error::Result<crate::execute::Execution>>> {
+    let start = Arc::new(tokio::sync::Barrier::new(drafts.len()));
+    drafts
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let (g, action, start) = (g.clone(), action.clone(), start.clone());
+            let (id, rev, op) = (d.id.clone(), d.revision.to_hex(), operation_id(i));
+            tokio::spawn(async move {
+                start.wait().await;
+                g.execute(id.as_str(), &rev, &op, action.as_ref()).await
+            })
+        })
+        .collect()
+}
+
 /// Runs every scenario against fresh stores from `make`.
 ///
 /// # Panics
@@ -150,6 +200,8 @@ where
     lifecycle(make().await).await;
     race_distinct_operation_ids(make().await).await;
     race_same_operation_id(make().await).await;
+    race_one_operation_id_across_drafts(make().await).await;
+    race_rate_ceiling_across_drafts(make().await).await;
     revise_voids_approval(make().await).await;
     rate_ceiling(make().await).await;
     failures(make().await).await;
@@ -262,6 +314,56 @@ async fn race_same_operation_id(store: Arc<dyn GateStore>) {
     }
     assert_eq!(fresh, 1);
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);
+}
+
+/// One operation id sent for 16 different approved drafts at once: an operation id names one
+/// operation, so exactly one draft runs and every other call is told the id is taken (or, while
+/// the first still runs, that it is in progress) — even though no row holds the id when they
+/// all start.
+async fn race_one_operation_id_across_drafts(store: Arc<dyn GateStore>) {
+    let g = Arc::new(gate(store.clone(), ManualClock::at(T0)));
+    let action = Arc::new(CountingAction {
+        delay: Duration::from_millis(20),
+        ..CountingAction::default()
+    });
+    let drafts =
+        approved_together(&g, "publish_post", 16, |i| format!(r#"{{"title":"d{i}"}}"#)).await;
+    let tasks = execute_together(&g, &drafts, &action, |_| "shared-op".to_owned());
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.expect("task") {
+            Ok(x) => {
+                assert!(!x.replay, "a different draft is not a replay");
+                ok += 1;
+            }
+            Err(e) => assert!(
+                matches!(e.code(), "OPERATION_ID_CONFLICT" | "OPERATION_IN_PROGRESS"),
+                "{e}"
+            ),
+        }
+    }
+    assert_eq!(ok, 1);
+    assert_eq!(action.calls.load(Ordering::SeqCst), 1);
+    verify(&store.audit().await.expect("audit"), None).expect("chain holds");
+}
+
+/// Eight approved drafts of a tool with a ceiling of two runs a minute, executed at once:
+/// exactly two run, whatever the interleaving, and the chain stays whole.
+async fn race_rate_ceiling_across_drafts(store: Arc<dyn GateStore>) {
+    let g = Arc::new(gate(store.clone(), ManualClock::at(T0)));
+    let action = Arc::new(CountingAction::default());
+    let drafts = approved_together(&g, "limited", 8, |i| format!(r#"{{"n":{i}}}"#)).await;
+    let tasks = execute_together(&g, &drafts, &action, |i| format!("rate-{i}"));
+    let mut ok = 0;
+    for t in tasks {
+        match t.await.expect("task") {
+            Ok(_) => ok += 1,
+            Err(e) => assert_eq!(e.code(), "RATE_LIMITED", "{e}"),
+        }
+    }
+    assert_eq!(ok, 2);
+    assert_eq!(action.calls.load(Ordering::SeqCst), 2);
+    verify(&store.audit().await.expect("audit"), None).expect("chain holds");
 }
 
 async fn revise_voids_approval(store: Arc<dyn GateStore>) {

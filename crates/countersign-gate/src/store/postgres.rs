@@ -1,12 +1,17 @@
 //! The PostgreSQL store: drafts shared by every replica of a service.
 //!
-//! Each transaction first takes one transaction-scoped advisory lock, so gate transactions
-//! serialize across connections and hosts exactly as they do on SQLite's write lock; the decision
-//! code above them is the same. Tables live in a schema of their own (default `countersign`,
-//! beside the replay ledger), prefixed `gate_`.
+//! A transaction serializes with every other transaction that could change what it decides on,
+//! across connections and hosts, with transaction-scoped advisory locks taken before it reads:
+//! one for its draft id, one for its operation id, one for the tool when the tool has a rate
+//! ceiling. So two transactions on the same draft or operation run one after the other, as on
+//! SQLite's write lock, and the decision code above them is the same — while transactions on
+//! different drafts run side by side. The one thing all of them share, the audit chain's tail,
+//! is appended inside the database under a lock of its own that is held only while the server
+//! works, never across a round trip to the client (see [`Sql::append`]). Tables live in a schema
+//! of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
 
 use async_trait::async_trait;
-use countersign_canon::Digest;
+use countersign_canon::{Digest, Domain};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
@@ -15,12 +20,36 @@ use super::rows::{
     state_from_row, state_to_row,
 };
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
-use crate::audit::{AuditRecord, seal};
+use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
 
-/// Serializes every gate transaction in one database ("cs_gate").
+/// Serializes appends to the audit chain and schema changes in one database ("cs_gate").
 const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
+
+/// The classes of the two-key advisory locks ("csg" and a number); the second key is a hash of
+/// the id. Every transaction takes them in this order (draft, operation, tool, then the chain's
+/// [`GATE_LOCK`]), at most one of each, so no two transactions can wait for each other in a
+/// circle; two ids with the same hash only wait for each other needlessly.
+const DRAFT_LOCK: i32 = 0x6373_6701;
+const OP_LOCK: i32 = 0x6373_6702;
+const TOOL_LOCK: i32 = 0x6373_6703;
+
+/// Opens a gate transaction whose COMMIT does not wait for the WAL flush.
+///
+/// Every transaction that appends to the audit chain holds [`GATE_LOCK`], which PostgreSQL
+/// releases only when the COMMIT is done. With the flush inside the COMMIT, every transaction on
+/// every replica would hold the lock for a whole disk sync (1–2 ms on a cloud disk), one after
+/// another, and the gate could never commit faster than the disk syncs one by one. So the COMMIT only writes its record and
+/// frees the lock, and a second, tiny transaction sent right behind it on the same connection
+/// (`durable`) waits for the flush instead — outside the lock, where the waits of all concurrent
+/// transactions are served by one shared flush. `transact` returns only after that wait, so
+/// nothing is acted on, answered or anchored before it is as durable as with a synchronous
+/// COMMIT. A transaction that later builds on an unflushed one commits after it in the WAL,
+/// which is flushed in order: a crash can lose only a suffix of recent commits, never one in
+/// the middle of the audit chain, and only commits whose `transact` had not yet returned. If
+/// the wait fails, `transact` fails as it would for a COMMIT whose answer was lost.
+const BEGIN: &str = "BEGIN; SET LOCAL synchronous_commit = off";
 
 const SCHEMA: &str = "
 CREATE SCHEMA IF NOT EXISTS {s};
@@ -46,8 +75,14 @@ const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden,
 const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
                           error, attempts, started_at, finished_at";
 
-fn pg(e: impl std::fmt::Display) -> Error {
-    Error::store(format!("postgres: {e}"))
+fn pg(e: impl std::fmt::Display + 'static) -> Error {
+    // tokio-postgres says only "db error" for an error the server reported; its message and
+    // SQLSTATE are in the source.
+    let server = (&e as &dyn std::any::Any)
+        .downcast_ref::<tokio_postgres::Error>()
+        .and_then(tokio_postgres::Error::as_db_error)
+        .map(|db| format!(" ({}: {})", db.code().code(), db.message()));
+    Error::store(format!("postgres: {e}{}", server.unwrap_or_default()))
 }
 
 /// A gate store in a PostgreSQL schema.
@@ -65,25 +100,26 @@ pub struct PostgresStore {
 #[derive(Debug)]
 struct Sql {
     lock: String,
+    lock_key: String,
     draft: String,
     op: String,
-    head: String,
     rate: String,
     upsert_draft: String,
     revision: String,
     upsert_op: String,
     rate_trim: String,
     rate_add: String,
-    audit: String,
+    append: String,
+    durable: String,
 }
 
 impl Sql {
     fn new(s: &str) -> Self {
         Sql {
             lock: format!("SELECT pg_advisory_xact_lock({GATE_LOCK})"),
+            lock_key: "SELECT pg_advisory_xact_lock($1, hashtext($2))".to_owned(),
             draft: format!("SELECT {DRAFT_COLUMNS} FROM {s}.gate_drafts WHERE id = $1"),
             op: format!("SELECT {OP_COLUMNS} FROM {s}.gate_operations WHERE id = $1"),
-            head: format!("SELECT seq, digest FROM {s}.gate_audit ORDER BY seq DESC LIMIT 1"),
             rate: format!(
                 "SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"
             ),
@@ -105,10 +141,38 @@ impl Sql {
             ),
             rate_trim: format!("DELETE FROM {s}.gate_rate WHERE tool = $1 AND at <= $2"),
             rate_add: format!("INSERT INTO {s}.gate_rate (tool, at) VALUES ($1, $2)"),
-            audit: format!(
-                "INSERT INTO {s}.gate_audit (seq, digest, body)
-                 SELECT * FROM unnest($1::BIGINT[], $2::TEXT[], $3::BYTEA[])"
+            // The chain's tail is read and extended in this one statement, which runs after
+            // [`GATE_LOCK`] is held: record n's body is its `Unchained` parts around the digest
+            // and number of record n−1, and its digest the contract's framing
+            // `SHA-256(u64be(len(domain)) ‖ domain ‖ u64be(len(body)) ‖ body)`, all computed by
+            // the server, so the lock is never held while the client thinks. `transact` checks
+            // every returned record against `Unchained::chain` before it trusts it.
+            append: format!(
+                "WITH RECURSIVE ev AS (
+                    SELECT * FROM unnest($2::BYTEA[], $3::BYTEA[], $4::BYTEA[])
+                    WITH ORDINALITY AS e(head, mid, tail, n)),
+                 h AS (SELECT seq, digest FROM {s}.gate_audit ORDER BY seq DESC LIMIT 1),
+                 c(n, seq, digest, body) AS (
+                    SELECT 0::BIGINT, coalesce((SELECT seq FROM h), 0), (SELECT digest FROM h),
+                           NULL::BYTEA
+                    UNION ALL
+                    SELECT ev.n, c.seq + 1,
+                           encode(sha256(int8send(length($1::BYTEA)::BIGINT) || $1::BYTEA
+                                  || int8send(length(b.body)::BIGINT) || b.body), 'hex'),
+                           b.body
+                    FROM c JOIN ev ON ev.n = c.n + 1
+                    CROSS JOIN LATERAL (
+                        SELECT ev.head || convert_to(coalesce('\"' || c.digest || '\"', 'null'), 'UTF8')
+                               || ev.mid || convert_to((c.seq + 1)::TEXT, 'UTF8') || ev.tail AS body
+                    ) b)
+                 INSERT INTO {s}.gate_audit (seq, digest, body)
+                 SELECT seq, digest, body FROM c WHERE n > 0
+                 RETURNING seq, digest, body"
             ),
+            // A transaction of its own that must write a commit record (it takes an xid), so it
+            // returns only once the WAL up to that record — and so every commit before it — is
+            // as durable as the server's `synchronous_commit` makes any commit.
+            durable: "SELECT txid_current()".to_owned(),
         }
     }
 }
@@ -124,32 +188,34 @@ fn quote_schema(schema: &str) -> Result<String> {
 /// [`Sql`] prepared on one connection (from its cache after the first use).
 struct Statements {
     lock: tokio_postgres::Statement,
+    lock_key: tokio_postgres::Statement,
     draft: tokio_postgres::Statement,
     op: tokio_postgres::Statement,
-    head: tokio_postgres::Statement,
     rate: tokio_postgres::Statement,
     upsert_draft: tokio_postgres::Statement,
     revision: tokio_postgres::Statement,
     upsert_op: tokio_postgres::Statement,
     rate_trim: tokio_postgres::Statement,
     rate_add: tokio_postgres::Statement,
-    audit: tokio_postgres::Statement,
+    append: tokio_postgres::Statement,
+    durable: tokio_postgres::Statement,
 }
 
 impl Statements {
     async fn prepare(c: &deadpool_postgres::Client, q: &Sql) -> Result<Self> {
         Ok(Statements {
             lock: prepare(c, &q.lock).await?,
+            lock_key: prepare(c, &q.lock_key).await?,
             draft: prepare(c, &q.draft).await?,
             op: prepare(c, &q.op).await?,
-            head: prepare(c, &q.head).await?,
             rate: prepare(c, &q.rate).await?,
             upsert_draft: prepare(c, &q.upsert_draft).await?,
             revision: prepare(c, &q.revision).await?,
             upsert_op: prepare(c, &q.upsert_op).await?,
             rate_trim: prepare(c, &q.rate_trim).await?,
             rate_add: prepare(c, &q.rate_add).await?,
-            audit: prepare(c, &q.audit).await?,
+            append: prepare(c, &q.append).await?,
+            durable: prepare(c, &q.durable).await?,
         })
     }
 }
@@ -269,6 +335,64 @@ impl PostgresStore {
     }
 }
 
+/// The records the server appended, checked one by one against what [`Unchained::chain`] makes
+/// of the same parts: they are what the gate anchors and reports, so a server that framed or
+/// chained a record differently is an error, never a head to trust.
+fn sealed(unchained: &[Unchained], rows: &[tokio_postgres::Row]) -> Result<Vec<AuditRecord>> {
+    let mut records = rows
+        .iter()
+        .map(|r| {
+            let seq = u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?;
+            Ok((
+                seq,
+                r.try_get::<_, String>(1).map_err(pg)?,
+                r.try_get::<_, Vec<u8>>(2).map_err(pg)?,
+            ))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    records.sort_by_key(|r| r.0);
+    if records.len() != unchained.len() {
+        return Err(Error::store(
+            "postgres: the audit append returned the wrong number of records",
+        ));
+    }
+    let mut out: Vec<AuditRecord> = Vec::with_capacity(records.len());
+    for ((seq, digest, body), parts) in records.into_iter().zip(unchained) {
+        let prev = match out.last() {
+            Some(r) => Some((r.seq, r.digest)),
+            None => prev_of(seq, &body)?,
+        };
+        let expected = parts.chain(prev);
+        if expected.seq != seq || expected.body != body || expected.digest.to_hex() != digest {
+            return Err(Error::store(
+                "postgres: an appended audit record does not match its parts",
+            ));
+        }
+        out.push(expected);
+    }
+    Ok(out)
+}
+
+/// The `prev` a first appended record names: `None` only for record 1.
+fn prev_of(seq: u64, body: &[u8]) -> Result<Option<(u64, Digest)>> {
+    if seq <= 1 {
+        return Ok(None);
+    }
+    let malformed = || Error::store("postgres: an appended audit record has no previous digest");
+    let key = br#""prev":""#;
+    let at = body
+        .windows(key.len())
+        .position(|w| w == key)
+        .ok_or_else(malformed)?
+        + key.len();
+    let hex = body.get(at..at + 64).ok_or_else(malformed)?;
+    let hex = std::str::from_utf8(hex).map_err(|_| malformed())?;
+    Ok(Some((
+        seq - 1,
+        Digest::from_hex(hex).map_err(|_| malformed())?,
+    )))
+}
+
 /// A pooled connection inside a transaction begun by hand (so that BEGIN, the lock and the
 /// reads share one round trip, and the writes and COMMIT another). Unless the COMMIT came back,
 /// dropping it — on an error, or when the caller's future is dropped mid-way — discards the
@@ -313,13 +437,30 @@ impl GateStore for PostgresStore {
         let st = Statements::prepare(&client, q).await?;
         let open = OpenTx::new(client);
         let tx = open.client()?;
-        // BEGIN, the lock and every read the decision needs go out in one round trip. The
+        // BEGIN, the locks and every read the decision needs go out in one round trip. The
         // server runs a connection's statements in the order sent, and `try_join!` polls (and
-        // so sends) in the order written: no read runs before the lock is held.
+        // so sends) in the order written: no read runs before its lock is held. A lock is taken
+        // on the id even when no row has it yet, so two proposals of one operation id on two
+        // drafts still meet.
         let draft_id = keys.draft.as_ref().map(DraftId::as_str);
-        let ((), (), draft, operation, head) = tokio::try_join!(
-            tx.batch_execute("BEGIN"),
-            async { tx.execute(&st.lock, &[]).await.map(drop) },
+        let op_id = keys.operation.as_deref();
+        let ((), (), (), draft, operation) = tokio::try_join!(
+            tx.batch_execute(BEGIN),
+            async {
+                match draft_id {
+                    Some(id) => tx
+                        .execute(&st.lock_key, &[&DRAFT_LOCK, &id])
+                        .await
+                        .map(drop),
+                    None => Ok(()),
+                }
+            },
+            async {
+                match op_id {
+                    Some(id) => tx.execute(&st.lock_key, &[&OP_LOCK, &id]).await.map(drop),
+                    None => Ok(()),
+                }
+            },
             async {
                 match draft_id {
                     Some(id) => tx.query_opt(&st.draft, &[&id]).await,
@@ -327,12 +468,11 @@ impl GateStore for PostgresStore {
                 }
             },
             async {
-                match keys.operation.as_deref() {
+                match op_id {
                     Some(id) => tx.query_opt(&st.op, &[&id]).await,
                     None => Ok(None),
                 }
             },
-            tx.query_opt(&st.head, &[]),
         )
         .map_err(pg)?;
         let draft = draft.as_ref().map(draft_row).transpose()?;
@@ -343,7 +483,16 @@ impl GateStore for PostgresStore {
         };
         let rate = match &window {
             Some((tool, since)) => {
-                let row = tx.query_one(&st.rate, &[tool, since]).await.map_err(pg)?;
+                let count = [tool as &(dyn tokio_postgres::types::ToSql + Sync), since];
+                let ((), row) = tokio::try_join!(
+                    async {
+                        tx.execute(&st.lock_key, &[&TOOL_LOCK, tool])
+                            .await
+                            .map(drop)
+                    },
+                    tx.query_one(&st.rate, &count),
+                )
+                .map_err(pg)?;
                 RateWindow {
                     count: u64::try_from(row.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
                     oldest: row.try_get(1).map_err(pg)?,
@@ -357,26 +506,11 @@ impl GateStore for PostgresStore {
             rate,
         });
 
-        let mut prev = match head {
-            Some(r) => Some((
-                u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
-                Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
-                    .map_err(|_| Error::store("stored audit digest is malformed"))?,
-            )),
-            None => None,
-        };
-        let mut sealed = Vec::with_capacity(commit.audit.len());
-        for event in commit.audit {
-            let record = seal(prev, event);
-            prev = Some((record.seq, record.digest));
-            sealed.push(record);
-        }
-        let audit_seq = sealed
-            .iter()
-            .map(|r| i64::try_from(r.seq).map_err(pg))
-            .collect::<Result<Vec<i64>>>()?;
-        let audit_digest: Vec<String> = sealed.iter().map(|r| r.digest.to_hex()).collect();
-        let audit_body: Vec<&[u8]> = sealed.iter().map(|r| r.body.as_slice()).collect();
+        let unchained: Vec<Unchained> = commit.audit.into_iter().map(Unchained::new).collect();
+        let heads: Vec<&[u8]> = unchained.iter().map(|u| u.head.as_slice()).collect();
+        let mids: Vec<&[u8]> = unchained.iter().map(|u| u.mid.as_slice()).collect();
+        let tails: Vec<&[u8]> = unchained.iter().map(|u| u.tail.as_slice()).collect();
+        let domain = Domain::Audit.as_str().as_bytes();
         let draft_row = commit.draft.as_ref().map(|d| {
             let (state, detail) = state_to_row(&d.state);
             (
@@ -401,11 +535,15 @@ impl GateStore for PostgresStore {
                 i64::from(op.attempts),
             )
         });
-        // Every write and the COMMIT, pipelined: one round trip. The writes touch different
-        // rows, so their order does not matter; a failure aborts the transaction, the COMMIT
-        // sent behind it then only rolls back, and the error is returned (and `open` discards
-        // the connection).
-        tokio::try_join!(
+        // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
+        // Each statement is a future of its own, so all of them are sent on the first poll, in
+        // the order written (a statement awaited behind another inside one future would go out
+        // only after the answer, behind the COMMIT). The writes touch rows this transaction's
+        // own locks cover, so their order does not matter; the chain's lock comes last, so it is
+        // held only while the server appends and commits. A failure aborts the transaction, the
+        // COMMIT sent behind it then only rolls back, and the error is returned (and `open`
+        // discards the connection).
+        let ((), (), (), (), (), (), appended, (), ()) = tokio::try_join!(
             async {
                 let Some((d, seq, revision, hidden, principal, state, detail)) = &draft_row else {
                     return Ok(());
@@ -472,27 +610,40 @@ impl GateStore for PostgresStore {
                 .map(drop)
             },
             async {
+                match (&commit.rate_event, &window) {
+                    // Runs older than the window never count again.
+                    (Some((tool, _)), Some((_, since))) => {
+                        tx.execute(&st.rate_trim, &[tool, since]).await.map(drop)
+                    }
+                    _ => Ok(()),
+                }
+            },
+            async {
                 let Some((tool, at)) = &commit.rate_event else {
                     return Ok(());
                 };
-                if let Some((_, since)) = &window {
-                    tx.execute(&st.rate_trim, &[tool, since]).await?;
-                }
                 tx.execute(&st.rate_add, &[tool, at]).await.map(drop)
             },
             async {
-                if sealed.is_empty() {
+                if unchained.is_empty() {
                     return Ok(());
                 }
-                tx.execute(&st.audit, &[&audit_seq, &audit_digest, &audit_body])
+                tx.execute(&st.lock, &[]).await.map(drop)
+            },
+            async {
+                if unchained.is_empty() {
+                    return Ok(Vec::new());
+                }
+                tx.query(&st.append, &[&domain, &heads, &mids, &tails])
                     .await
-                    .map(drop)
             },
             tx.batch_execute("COMMIT"),
+            // Behind the COMMIT, outside every lock: see [`BEGIN`].
+            async { tx.execute(&st.durable, &[]).await.map(drop) },
         )
         .map_err(pg)?;
         open.committed();
-        Ok(sealed)
+        sealed(&unchained, &appended)
     }
 
     async fn draft(&self, id: &DraftId) -> Result<Option<Draft>> {
