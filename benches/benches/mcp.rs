@@ -11,8 +11,6 @@
 //! `Gated<Proxy>`, SQLite store) in front of an announcing upstream. `--role proxy STORE typed`
 //! is the earlier wiring kept as the in-run baseline: every call through a second rmcp session
 //! and a fresh tool listing before each gated run (its upstream does not announce changes).
-//! The proxy runs on a one-thread runtime, as the binary does on stdio; `--role proxy STORE mt`
-//! is the same proxy on the multi-thread runtime, measured beside it.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -89,16 +87,11 @@ fn role() -> Option<(String, Vec<String>)> {
 }
 
 fn serve_role(role: &str, rest: &[String]) {
-    // The runtimes the `countersign-mcp` binary uses on stdio (one thread) and an upstream
-    // written the usual way (`#[tokio::main]`, a worker per core); `mt` after the store runs the
-    // proxy on the multi-thread runtime too, for comparison.
-    let one_thread = role == "proxy" && !rest.iter().any(|a| a == "mt");
-    let mut builder = if one_thread {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-    };
-    let rt = builder.enable_all().build().expect("runtime");
+    // The same runtime the `countersign-mcp` binary uses.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(async {
         let exe = std::env::current_exe().expect("exe").display().to_string();
         match role {
@@ -112,7 +105,7 @@ fn serve_role(role: &str, rest: &[String]) {
                     ..Options::default()
                 };
                 let core = Arc::new(options.build().await.expect("gate"));
-                let typed = rest.iter().any(|a| a == "typed");
+                let typed = rest.get(1).map(String::as_str) == Some("typed");
                 let mut command = vec![exe, "--role".into(), "upstream".into()];
                 if !typed {
                     command.push("announce".into());
@@ -235,11 +228,10 @@ fn main() {
     let home_path = home.path().to_path_buf();
     let db = home.path().join("bench.db");
     let store = format!("sqlite:{}", db.display());
-    let (direct, proxied, proxied_mt, typed) = rt.block_on(async {
+    let (direct, proxied, typed) = rt.block_on(async {
         (
             spawn(&["--role", "upstream"], &home_path).await,
             spawn(&["--role", "proxy", &store], &home_path).await,
-            spawn(&["--role", "proxy", &store, "mt"], &home_path).await,
             spawn(&["--role", "proxy", &store, "typed"], &home_path).await,
         )
     });
@@ -264,7 +256,6 @@ fn main() {
     });
     for (name, client) in [
         ("proxy_pass_through", &proxied),
-        ("proxy_pass_through_multi_thread", &proxied_mt),
         ("proxy_pass_through_typed", &typed),
     ] {
         group.bench_function(name, |b| {
@@ -375,7 +366,6 @@ fn main() {
     rt.block_on(async {
         let _ = direct.cancel().await;
         let _ = proxied.cancel().await;
-        let _ = proxied_mt.cancel().await;
         let _ = typed.cancel().await;
         let _ = bare.cancel().await;
         let _ = gated.cancel().await;

@@ -79,16 +79,10 @@ fn main() -> ExitCode {
         eprintln!("error[USAGE]: give --demo or --upstream -- CMD ARGS…");
         return ExitCode::from(2);
     }
-    // On stdio one client sends one message at a time, and every hop of a call (its line in,
-    // the upstream's pipe, the answer out) is a task waking another: on one thread that is a
-    // queue push, across threads a futex wake and a cache miss. HTTP serves many clients at once
-    // and gets a worker per core.
-    let mut builder = if cli.http.is_some() {
-        tokio::runtime::Builder::new_multi_thread()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-    };
-    let runtime = match builder.enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error[RUNTIME]: {e}");

@@ -23,7 +23,9 @@ use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
 
-const SCHEMA: &str = "
+/// The first schema, exactly as it was created before the gate kept a schema version: a file
+/// without `gate_schema_version` is either empty or holds these tables.
+const SCHEMA_V1: &str = "
 CREATE TABLE IF NOT EXISTS gate_drafts (
     id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq INTEGER NOT NULL,
     revision TEXT NOT NULL, canonical BLOB NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
@@ -40,6 +42,52 @@ CREATE TABLE IF NOT EXISTS gate_rate (tool TEXT NOT NULL, at INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON gate_rate (tool, at);
 CREATE TABLE IF NOT EXISTS gate_audit (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL);
 ";
+
+/// v2 touches fewer pages per transaction; every commit writes each page it dirties to the WAL,
+/// so pages, not rows, are what a transaction costs.
+///
+/// * `gate_revisions` keeps the canonical bytes only of superseded revisions: the current
+///   revision's bytes are the draft's own (`canonical` NULL here), written once at proposal
+///   instead of twice. With small rows the table is `WITHOUT ROWID`, one B-tree instead of a
+///   table and its key index.
+/// * `gate_operations` is `WITHOUT ROWID` as well, and is updated in place: v1's
+///   `INSERT OR REPLACE` deleted the row and appended it under a new rowid, dirtying the old
+///   page, the table's tail page and the key index on every outcome.
+/// * `gate_rate` keeps one row per (tool, millisecond) with a count, in a `WITHOUT ROWID` table
+///   that is its own index.
+///
+/// `gate_drafts` keeps its v1 layout: its rowid is the "oldest first" tie-breaker, and an update
+/// of a row rewrites its one page whatever the row holds.
+const MIGRATE_V2: &str = "
+CREATE TABLE gate_revisions_v2 (
+    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB,
+    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq)) WITHOUT ROWID;
+INSERT INTO gate_revisions_v2 (draft_id, seq, revision, canonical, created_at)
+    SELECT r.draft_id, r.seq, r.revision,
+           CASE WHEN d.canonical IS r.canonical THEN NULL ELSE r.canonical END, r.created_at
+    FROM gate_revisions r LEFT JOIN gate_drafts d ON d.id = r.draft_id AND d.seq = r.seq;
+DROP TABLE gate_revisions;
+ALTER TABLE gate_revisions_v2 RENAME TO gate_revisions;
+CREATE TABLE gate_operations_v2 (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
+    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER)
+    WITHOUT ROWID;
+INSERT INTO gate_operations_v2 SELECT id, fingerprint, draft_id, revision, status, owner,
+    lease_until, result, error, attempts, started_at, finished_at FROM gate_operations;
+DROP TABLE gate_operations;
+ALTER TABLE gate_operations_v2 RENAME TO gate_operations;
+CREATE TABLE gate_rate_v2 (
+    tool TEXT NOT NULL, at INTEGER NOT NULL, runs INTEGER NOT NULL, PRIMARY KEY (tool, at))
+    WITHOUT ROWID;
+INSERT INTO gate_rate_v2 (tool, at, runs) SELECT tool, at, COUNT(*) FROM gate_rate GROUP BY tool, at;
+DROP TABLE gate_rate;
+ALTER TABLE gate_rate_v2 RENAME TO gate_rate;
+";
+
+/// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
+/// downgraded or written.
+const MIGRATIONS: &[(i64, &str)] = &[(1, SCHEMA_V1), (2, MIGRATE_V2)];
 
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
                              created_at, expires_at, state, detail";
@@ -87,7 +135,7 @@ impl SqliteStore {
     /// [`Error::StoreUnavailable`] when the file cannot be opened or migrated.
     pub fn open_with(path: &Path, sync: Durability) -> Result<Self> {
         create_private(path)?;
-        let conn = Connection::open(path).map_err(db)?;
+        let mut conn = Connection::open(path).map_err(db)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db)?;
@@ -96,7 +144,7 @@ impl SqliteStore {
             Durability::Full => "FULL",
         };
         conn.pragma_update(None, "synchronous", level).map_err(db)?;
-        conn.execute_batch(SCHEMA).map_err(db)?;
+        migrate(&mut conn)?;
         conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES)
             .map_err(db)?;
         Ok(SqliteStore {
@@ -111,6 +159,83 @@ impl SqliteStore {
         self.conn
             .lock()
             .map_err(|_| Error::store("sqlite connection lock poisoned"))
+    }
+}
+
+/// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
+/// the version under the write lock so that of two processes opening an old file only the first
+/// migrates and the second finds it done. The version lives in a table of the gate's own:
+/// `PRAGMA user_version` belongs to the whole file, which the replay ledger shares.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS gate_schema_version (
+             version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
+    )
+    .map_err(db)?;
+    let current: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM gate_schema_version",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(db)?;
+    let newest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
+    if current > newest {
+        return Err(Error::store(format!(
+            "sqlite: gate schema v{current} is newer than this build knows (v{newest}); \
+             refusing to open it"
+        )));
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.execute_batch(sql).map_err(db)?;
+        tx.execute(
+            "INSERT INTO gate_schema_version (version, applied_at) VALUES (?1, ?2)",
+            params![version, now],
+        )
+        .map_err(db)?;
+    }
+    tx.commit().map_err(db)
+}
+
+/// A `BEGIN IMMEDIATE` transaction through cached statements: rusqlite's own transaction parses
+/// `BEGIN` and `COMMIT` anew every time, a measurable part of a transaction this short. Rolled
+/// back when dropped uncommitted, on an error or a panic in between.
+struct Immediate<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> Immediate<'c> {
+    fn begin(conn: &'c Connection) -> Result<Self> {
+        conn.prepare_cached("BEGIN IMMEDIATE")
+            .map_err(db)?
+            .execute([])
+            .map_err(db)?;
+        Ok(Immediate { conn })
+    }
+
+    fn commit(self) -> Result<()> {
+        self.conn
+            .prepare_cached("COMMIT")
+            .map_err(db)?
+            .execute([])
+            .map_err(db)
+            .map(drop)
+    }
+}
+
+impl Drop for Immediate<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit() {
+            // Nothing was committed; if even the rollback fails, SQLite rolls back when the
+            // next statement finds the transaction broken.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
     }
 }
 
@@ -236,8 +361,49 @@ fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
 fn write(
     conn: &Connection,
     window: Option<&(String, i64)>,
+    stored: Option<(&DraftId, u32)>,
     commit: Commit,
 ) -> Result<Vec<AuditRecord>> {
+    // Whether the stored draft row may be at another revision than the one written now: then
+    // the revision it leaves must first take over its bytes, which until now were only the
+    // draft's. A draft read by this transaction says so itself; a draft not read (a proposal)
+    // is looked up.
+    let moves_on = match (&commit.draft, stored) {
+        (Some(d), Some((id, seq))) if *id == d.id => seq != d.seq,
+        (Some(_), _) => true,
+        (None, _) => false,
+    };
+    if let (true, Some(d)) = (moves_on, &commit.draft) {
+        conn.prepare_cached(
+            "UPDATE gate_revisions
+             SET canonical = (SELECT canonical FROM gate_drafts WHERE id = ?1)
+             WHERE draft_id = ?1 AND canonical IS NULL
+               AND seq = (SELECT seq FROM gate_drafts WHERE id = ?1 AND seq <> ?2)",
+        )
+        .map_err(db)?
+        .execute(params![d.id.as_str(), d.seq])
+        .map_err(db)?;
+    }
+    if let Some(r) = &commit.revision {
+        // The current revision's bytes are the draft's own, stored once in the draft row.
+        let shared = commit
+            .draft
+            .as_ref()
+            .is_some_and(|d| d.id == r.draft_id && d.seq == r.seq && d.canonical == r.canonical);
+        conn.prepare_cached(
+            "INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(db)?
+        .execute(params![
+            r.draft_id.as_str(),
+            r.seq,
+            r.revision.to_hex(),
+            (!shared).then_some(&r.canonical),
+            r.created_at
+        ])
+        .map_err(db)?;
+    }
     if let Some(d) = commit.draft {
         let (state, detail) = state_to_row(&d.state);
         let sql = format!(
@@ -264,25 +430,15 @@ fn write(
             ])
             .map_err(db)?;
     }
-    if let Some(r) = commit.revision {
-        conn.prepare_cached(
-            "INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )
-        .map_err(db)?
-        .execute(params![
-            r.draft_id.as_str(),
-            r.seq,
-            r.revision.to_hex(),
-            r.canonical,
-            r.created_at
-        ])
-        .map_err(db)?;
-    }
     if let Some(op) = commit.operation {
         let sql = format!(
-            "INSERT OR REPLACE INTO gate_operations ({OP_COLUMNS})
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+            "INSERT INTO gate_operations ({OP_COLUMNS})
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)
+             ON CONFLICT(id) DO UPDATE SET fingerprint=excluded.fingerprint,
+             draft_id=excluded.draft_id, revision=excluded.revision, status=excluded.status,
+             owner=excluded.owner, lease_until=excluded.lease_until, result=excluded.result,
+             error=excluded.error, attempts=excluded.attempts, started_at=excluded.started_at,
+             finished_at=excluded.finished_at"
         );
         conn.prepare_cached(&sql)
             .map_err(db)?
@@ -310,10 +466,13 @@ fn write(
                 .execute(params![tool, since])
                 .map_err(db)?;
         }
-        conn.prepare_cached("INSERT INTO gate_rate (tool, at) VALUES (?1, ?2)")
-            .map_err(db)?
-            .execute(params![tool, at])
-            .map_err(db)?;
+        conn.prepare_cached(
+            "INSERT INTO gate_rate (tool, at, runs) VALUES (?1, ?2, 1)
+             ON CONFLICT(tool, at) DO UPDATE SET runs = runs + 1",
+        )
+        .map_err(db)?
+        .execute(params![tool, at])
+        .map_err(db)?;
     }
     let mut sealed = Vec::with_capacity(commit.audit.len());
     if !commit.audit.is_empty() {
@@ -351,22 +510,23 @@ fn write(
 #[async_trait]
 impl GateStore for SqliteStore {
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
-        let mut conn = self.lock()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db)?;
+        let conn = self.lock()?;
+        let tx = Immediate::begin(&conn)?;
         let draft = match &keys.draft {
-            Some(id) => get_draft(&tx, id)?,
+            Some(id) => get_draft(tx.conn, id)?,
             None => None,
         };
+        let stored = draft.as_ref().map(|d| (d.id.clone(), d.seq));
         let window = match (&draft, keys.rate) {
             (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
             _ => None,
         };
         let rate = match &window {
             Some((tool, since)) => tx
+                .conn
                 .prepare_cached(
-                    "SELECT COUNT(*), MIN(at) FROM gate_rate WHERE tool = ?1 AND at > ?2",
+                    "SELECT COALESCE(SUM(runs), 0), MIN(at) FROM gate_rate
+                     WHERE tool = ?1 AND at > ?2",
                 )
                 .map_err(db)?
                 .query_row(params![tool, since], |r| {
@@ -381,14 +541,19 @@ impl GateStore for SqliteStore {
         let snapshot = Snapshot {
             draft,
             operation: match &keys.operation {
-                Some(id) => get_op(&tx, id)?,
+                Some(id) => get_op(tx.conn, id)?,
                 None => None,
             },
             rate,
         };
         let commit = step(snapshot);
-        let sealed = write(&tx, window.as_ref(), commit)?;
-        tx.commit().map_err(db)?;
+        let sealed = write(
+            tx.conn,
+            window.as_ref(),
+            stored.as_ref().map(|(id, seq)| (id, *seq)),
+            commit,
+        )?;
+        tx.commit()?;
         if let Some(c) = &self.checkpoint {
             c.committed();
         }
@@ -412,8 +577,10 @@ impl GateStore for SqliteStore {
         let conn = self.lock()?;
         let mut stmt = conn
             .prepare_cached(
-                "SELECT seq, revision, canonical, created_at FROM gate_revisions
-                 WHERE draft_id = ?1 ORDER BY seq",
+                "SELECT r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at
+                 FROM gate_revisions r
+                 LEFT JOIN gate_drafts d ON d.id = r.draft_id AND d.seq = r.seq
+                 WHERE r.draft_id = ?1 ORDER BY r.seq",
             )
             .map_err(db)?;
         let rows = stmt

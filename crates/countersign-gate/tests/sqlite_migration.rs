@@ -1,0 +1,360 @@
+//! The SQLite store's schema versions: a file written by the first schema (no version table)
+//! opens, is migrated in place and keeps every row; a file from a newer build is refused.
+#![cfg(feature = "sqlite")]
+
+use std::path::Path;
+use std::sync::{Arc, Barrier};
+
+use countersign_gate::audit::Anchor;
+use countersign_gate::store::conformance::{
+    CountingAction, ManualClock, POLICY, approved, propose,
+};
+use countersign_gate::{Draft, Gate, GateStore, Policy, SqliteStore};
+
+const T0: i64 = 1_764_000_000_000;
+
+/// The schema as the first release created it, before the gate kept a schema version.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS gate_drafts (
+    id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq INTEGER NOT NULL,
+    revision TEXT NOT NULL, canonical BLOB NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
+    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state TEXT NOT NULL,
+    detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gate_revisions (
+    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq));
+CREATE TABLE IF NOT EXISTS gate_operations (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
+    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER);
+CREATE TABLE IF NOT EXISTS gate_rate (tool TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON gate_rate (tool, at);
+CREATE TABLE IF NOT EXISTS gate_audit (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL);
+";
+
+fn gate(store: Arc<dyn GateStore>, anchor: &Path, clock: Arc<ManualClock>) -> Gate {
+    Gate::new(store, Arc::new(Policy::from_toml(POLICY).expect("policy")))
+        .with_clock(clock)
+        .with_anchor(Anchor::new(anchor.to_path_buf()))
+}
+
+/// What a store holds, read through its own interface.
+#[derive(Debug, PartialEq)]
+struct Contents {
+    drafts: Vec<Draft>,
+    revisions: Vec<Vec<countersign_gate::RevisionRecord>>,
+    operations: Vec<Option<countersign_gate::Operation>>,
+    audit: Vec<countersign_gate::audit::AuditRecord>,
+}
+
+const OPERATIONS: [&str; 4] = ["op-ok", "op-fail", "lim-0", "lim-1"];
+
+async fn contents(store: &dyn GateStore) -> Contents {
+    let drafts = store.drafts().await.expect("drafts");
+    let mut revisions = Vec::new();
+    for d in &drafts {
+        revisions.push(store.revisions(&d.id).await.expect("revisions"));
+    }
+    let mut operations = Vec::new();
+    for id in OPERATIONS {
+        operations.push(store.operation(id).await.expect("operation"));
+    }
+    Contents {
+        drafts,
+        revisions,
+        operations,
+        audit: store.audit().await.expect("audit"),
+    }
+}
+
+/// Drafts in every kind of state, a revised one, operations that succeeded and failed, and two
+/// runs of a rate-limited tool in the same millisecond.
+async fn history(g: &Gate) {
+    let ok = CountingAction::default();
+    let failing = CountingAction {
+        fail_first: 1,
+        ..CountingAction::default()
+    };
+    propose(g, "publish_post", r#"{"title":"left alone"}"#).await;
+    let d = approved(g, "publish_post", r#"{"title":"runs"}"#).await;
+    g.execute(d.id.as_str(), &d.revision.to_hex(), "op-ok", &ok)
+        .await
+        .expect("run");
+    let d = approved(g, "publish_post", r#"{"title":"fails"}"#).await;
+    g.execute(d.id.as_str(), &d.revision.to_hex(), "op-fail", &failing)
+        .await
+        .expect_err("fails");
+    let d = propose(g, "publish_post", r#"{"title":"first"}"#).await;
+    g.revise(
+        d.id.as_str(),
+        &d.revision.to_hex(),
+        br#"{"title":"second"}"#,
+    )
+    .await
+    .expect("revise");
+    let d = approved(g, "publish_post", r#"{"title":"rejected"}"#).await;
+    g.reject(d.id.as_str(), "bob", Some("no"))
+        .await
+        .expect("reject");
+    approved(g, "publish_post", r#"{"title":"approved, waiting"}"#).await;
+    for i in 0..2 {
+        let d = approved(g, "limited", &format!(r#"{{"n":{i}}}"#)).await;
+        g.execute(
+            d.id.as_str(),
+            &d.revision.to_hex(),
+            &format!("lim-{i}"),
+            &ok,
+        )
+        .await
+        .expect("under the ceiling");
+    }
+}
+
+/// Writes `src`'s gate rows into a new file at `dst` with the first schema, as the first
+/// release wrote them: every revision row holding its bytes, one rate row per run.
+fn write_v1(src: &Path, dst: &Path) {
+    let conn = rusqlite::Connection::open(dst).expect("open v1");
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .expect("wal");
+    conn.execute_batch(SCHEMA_V1).expect("v1 schema");
+    conn.execute(
+        "ATTACH DATABASE ?1 AS src",
+        [src.to_str().expect("utf-8 path")],
+    )
+    .expect("attach");
+    conn.execute_batch(
+        "INSERT INTO gate_drafts SELECT * FROM src.gate_drafts ORDER BY rowid;
+         INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
+             SELECT r.draft_id, r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at
+             FROM src.gate_revisions r JOIN src.gate_drafts d ON d.id = r.draft_id;
+         INSERT INTO gate_operations SELECT * FROM src.gate_operations;
+         WITH RECURSIVE runs(tool, at, n) AS (
+             SELECT tool, at, runs FROM src.gate_rate
+             UNION ALL SELECT tool, at, n - 1 FROM runs WHERE n > 1)
+         INSERT INTO gate_rate (tool, at) SELECT tool, at FROM runs;
+         INSERT INTO gate_audit SELECT * FROM src.gate_audit;",
+    )
+    .expect("copy rows");
+    let blank: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM gate_revisions WHERE canonical IS NULL OR length(canonical) = 0",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    assert_eq!(blank, 0, "every v1 revision row holds its bytes");
+    let runs: i64 = conn
+        .query_row("SELECT COUNT(*) FROM gate_rate", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(runs, 2, "one v1 rate row per run");
+}
+
+fn versions(db: &Path) -> Vec<i64> {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    let mut stmt = conn
+        .prepare("SELECT version FROM gate_schema_version ORDER BY version")
+        .expect("prepare");
+    stmt.query_map([], |r| r.get(0))
+        .expect("query")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows")
+}
+
+/// A v1 file of the history above, and what the store it came from read back.
+async fn v1_file(dir: &Path) -> (std::path::PathBuf, Contents) {
+    let src = dir.join("src.db");
+    let anchor = dir.join("countersign.anchor");
+    let clock = ManualClock::at(T0);
+    let store = Arc::new(SqliteStore::open(&src).expect("open src"));
+    let g = gate(store.clone(), &anchor, clock);
+    history(&g).await;
+    let before = contents(store.as_ref()).await;
+    drop(g);
+    drop(store);
+    let v1 = dir.join("v1.db");
+    write_v1(&src, &v1);
+    (v1, before)
+}
+
+#[tokio::test]
+async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (v1, before) = v1_file(dir.path()).await;
+    assert_eq!(before.drafts.len(), 8);
+    assert!(before.operations.iter().all(Option::is_some));
+
+    let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
+    assert_eq!(versions(&v1), vec![1, 2]);
+    let after = contents(store.as_ref()).await;
+    assert_eq!(after, before);
+    let revised = after
+        .revisions
+        .iter()
+        .find(|r| r.len() == 2)
+        .expect("the revised draft");
+    assert!(String::from_utf8_lossy(&revised[0].canonical).contains("first"));
+    assert!(String::from_utf8_lossy(&revised[1].canonical).contains("second"));
+
+    let clock = ManualClock::at(T0);
+    let g = gate(store.clone(), &dir.path().join("countersign.anchor"), clock);
+    let report = g.verify_audit().await.expect("verify");
+    assert!(report.ok(), "{report:?}");
+    assert_eq!(report.records, before.audit.len());
+
+    // The two v1 runs of the limited tool still count against its ceiling.
+    let action = CountingAction::default();
+    let d = approved(&g, "limited", r#"{"n":2}"#).await;
+    let e = g
+        .execute(d.id.as_str(), &d.revision.to_hex(), "lim-2", &action)
+        .await
+        .expect_err("over the ceiling");
+    assert_eq!(e.code(), "RATE_LIMITED");
+    assert_eq!(action.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+
+    // The migrated rows keep working: a v1 draft revised now keeps its v1 bytes in history.
+    let waiting = after
+        .drafts
+        .iter()
+        .find(|d| String::from_utf8_lossy(&d.canonical).contains("left alone"))
+        .expect("the untouched draft");
+    let revised = g
+        .revise(
+            waiting.id.as_str(),
+            &waiting.revision.to_hex(),
+            br#"{"title":"edited after the upgrade"}"#,
+        )
+        .await
+        .expect("revise");
+    let history = store.revisions(&revised.id).await.expect("revisions");
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].canonical, waiting.canonical);
+    assert_eq!(history[0].revision, waiting.revision);
+    assert_eq!(history[1].canonical, revised.canonical);
+    assert!(g.verify_audit().await.expect("verify").ok());
+
+    // Opening again migrates nothing more.
+    drop(g);
+    drop(store);
+    let again = SqliteStore::open(&v1).expect("reopen");
+    assert_eq!(versions(&v1), vec![1, 2]);
+    assert_eq!(again.drafts().await.expect("drafts").len(), 9);
+}
+
+#[tokio::test]
+async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (v1, before) = v1_file(dir.path()).await;
+    let target = before
+        .drafts
+        .iter()
+        .find(|d| String::from_utf8_lossy(&d.canonical).contains("left alone"))
+        .expect("draft");
+    let conn = rusqlite::Connection::open(&v1).expect("open");
+    let changed = conn
+        .execute(
+            "UPDATE gate_drafts SET canonical = replace(canonical, 'left alone', 'left ALONE')
+             WHERE id = ?1",
+            [target.id.as_str()],
+        )
+        .expect("tamper");
+    assert_eq!(changed, 1);
+    drop(conn);
+
+    let store = Arc::new(SqliteStore::open(&v1).expect("open"));
+    // The revision row keeps the bytes that were proposed, not the edited draft's.
+    let history = store.revisions(&target.id).await.expect("revisions");
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].canonical, target.canonical);
+    let g = gate(
+        store,
+        &dir.path().join("countersign.anchor"),
+        ManualClock::at(T0),
+    );
+    let report = g.verify_audit().await.expect("verify");
+    assert!(
+        report.problems.iter().any(|p| p.contains("do not hash")),
+        "{report:?}"
+    );
+    let e = g.draft(target.id.as_str()).await.expect_err("tampered");
+    assert_eq!(e.code(), "STORE_TAMPERED");
+}
+
+#[test]
+fn connections_opening_a_v1_file_at_once_migrate_it_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (v1, before) = rt.block_on(v1_file(dir.path()));
+    let start = Arc::new(Barrier::new(4));
+    let openers: Vec<_> = (0..4)
+        .map(|_| {
+            let (v1, start) = (v1.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                SqliteStore::open(&v1).map(drop).map_err(|e| e.to_string())
+            })
+        })
+        .collect();
+    for o in openers {
+        o.join().expect("thread").expect("open");
+    }
+    assert_eq!(versions(&v1), vec![1, 2]);
+    let store = SqliteStore::open(&v1).expect("open");
+    assert_eq!(rt.block_on(contents(&store)), before);
+}
+
+#[tokio::test]
+async fn a_file_from_a_newer_build_is_refused() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("countersign.db");
+    let store = SqliteStore::open(&db).expect("open");
+    let g = gate(
+        Arc::new(store),
+        &dir.path().join("countersign.anchor"),
+        ManualClock::at(T0),
+    );
+    let d = propose(&g, "publish_post", r#"{"title":"kept"}"#).await;
+    drop(g);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute(
+        "INSERT INTO gate_schema_version (version, applied_at) VALUES (99, 0)",
+        [],
+    )
+    .expect("future version");
+    drop(conn);
+
+    let e = SqliteStore::open(&db).expect_err("newer schema");
+    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert!(e.to_string().contains("v99"), "{e}");
+    assert_eq!(versions(&db), vec![1, 2, 99]);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let canonical: Vec<u8> = conn
+        .query_row(
+            "SELECT canonical FROM gate_drafts WHERE id = ?1",
+            [d.id.as_str()],
+            |r| r.get(0),
+        )
+        .expect("row untouched");
+    assert_eq!(canonical, d.canonical);
+}
+
+#[tokio::test]
+async fn a_new_file_gets_the_newest_schema() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("countersign.db");
+    drop(SqliteStore::open(&db).expect("open"));
+    assert_eq!(versions(&db), vec![1, 2]);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    for table in ["gate_revisions", "gate_operations", "gate_rate"] {
+        let sql: String = conn
+            .query_row(
+                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get(0),
+            )
+            .expect("table");
+        assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
+    }
+}
