@@ -8,7 +8,9 @@
 //! `countersign_execute` on the *other* replica. The run stops by itself after `--cycles`
 //! cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle latency, and checks
 //! that every cycle ran exactly once: one post file per cycle, none missing, none twice, and one
-//! succeeded operation per cycle in the store. Anything else exits 1.
+//! succeeded operation per cycle in the store. Anything else exits 1. Then, in the same
+//! database, it measures the ceiling PostgreSQL itself sets on this machine — four durable
+//! one-row transactions per cycle, the minimum a gated cycle commits — and prints the ratio.
 //!
 //! The database is the run's own (`cs_load_…`, created on the server `--postgres` names and
 //! dropped at the end): the binaries keep their tables in the fixed schema `countersign`, so a
@@ -61,6 +63,9 @@ struct Args {
     /// Where the demo writes posts (default: a temporary folder).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Skip the PostgreSQL baseline measured after the run.
+    #[arg(long)]
+    no_baseline: bool,
     /// Give up (and fail) after this many seconds.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
@@ -305,6 +310,49 @@ async fn cycle(first: &Client, second: &Client, gate: &Gate, i: usize) -> Result
         .to_owned())
 }
 
+/// The most cycles PostgreSQL allows here before any gate or HTTP work: a gated cycle commits
+/// four write transactions that must be durable (the proposal, the approval, the claim before
+/// the action runs, the outcome), so `clients` connections each commit four one-row INSERTs
+/// per cycle, with the server's own durability settings, for `cycles` cycles in all.
+async fn baseline(store: &str, clients: usize, cycles: usize) -> Result<f64, Fatal> {
+    let setup = pg_connect(store).await?;
+    setup
+        .batch_execute("CREATE TABLE loadtest_baseline (cycle BIGINT NOT NULL, step INT NOT NULL, body TEXT NOT NULL)")
+        .await?;
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..clients {
+        let (client, next) = (pg_connect(store).await?, next.clone());
+        tasks.spawn(async move {
+            let insert = client
+                .prepare("INSERT INTO loadtest_baseline (cycle, step, body) VALUES ($1, $2, $3)")
+                .await?;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= cycles {
+                    return Ok::<_, tokio_postgres::Error>(());
+                }
+                for step in 0..4_i32 {
+                    let cycle = i64::try_from(i).unwrap_or(i64::MAX);
+                    client
+                        .execute(
+                            &insert,
+                            &[&cycle, &step, &"a row about the size of a draft's state"],
+                        )
+                        .await?;
+                }
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done??;
+    }
+    let rate = cycles as f64 / started.elapsed().as_secs_f64();
+    setup.batch_execute("DROP TABLE loadtest_baseline").await?;
+    Ok(rate)
+}
+
 /// What the clients saw.
 #[derive(Default)]
 struct Tally {
@@ -444,6 +492,11 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     a.stop().await;
     b.stop().await;
     drop(gate);
+    let floor = if args.no_baseline {
+        None
+    } else {
+        Some(baseline(store, args.clients, cycles.min(4_000)).await?)
+    };
 
     let t = std::mem::take(&mut *tally.lock().map_err(|_| "tally poisoned")?);
     let mut files: Vec<String> = std::fs::read_dir(&out)
@@ -485,6 +538,13 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         "posts written {}; succeeded operations in the store {succeeded}; lost {lost}, doubled {doubled}",
         files.len()
     );
+    if let Some(floor) = floor {
+        println!(
+            "baseline (same database, same run): {} clients each committing four durable one-row INSERT transactions per cycle: {floor:.0} cycles/s; the gated cycle runs at {:.2}x that",
+            args.clients,
+            rate / floor
+        );
+    }
     for f in t.failures.iter().take(10) {
         println!("failure: {f}");
     }

@@ -51,6 +51,17 @@ const TOOL_LOCK: i32 = 0x6373_6703;
 /// the wait fails, `transact` fails as it would for a COMMIT whose answer was lost.
 const BEGIN: &str = "BEGIN; SET LOCAL synchronous_commit = off";
 
+/// The wait behind [`BEGIN`]'s COMMIT: a transaction of its own that returns only once the WAL
+/// up to its commit record — and so every commit before it — is as durable as the server's
+/// `synchronous_commit` makes any commit.
+///
+/// PostgreSQL flushes at commit only a transaction that both has a transaction id and wrote WAL
+/// before its commit record (`RecordTransactionCommit`); a transaction that merely takes an id
+/// (`SELECT txid_current()`) commits without waiting. A transactional logical message does
+/// both, touches no table (so concurrent waits contend for nothing but the flush), and needs
+/// no privilege or `wal_level=logical`.
+const DURABLE: &str = "SELECT pg_logical_emit_message(true, 'countersign', 'durable')";
+
 const SCHEMA: &str = "
 CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.gate_drafts (
@@ -169,10 +180,7 @@ impl Sql {
                  SELECT seq, digest, body FROM c WHERE n > 0
                  RETURNING seq, digest, body"
             ),
-            // A transaction of its own that must write a commit record (it takes an xid), so it
-            // returns only once the WAL up to that record — and so every commit before it — is
-            // as durable as the server's `synchronous_commit` makes any commit.
-            durable: "SELECT txid_current()".to_owned(),
+            durable: DURABLE.to_owned(),
         }
     }
 }
@@ -721,5 +729,42 @@ impl GateStore for PostgresStore {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DURABLE;
+
+    /// The wait after each COMMIT must be a transaction PostgreSQL flushes at commit: one that
+    /// has a transaction id and has written WAL before its commit record. Checked inside a
+    /// transaction block, where both can be seen.
+    #[tokio::test]
+    async fn the_durability_wait_is_a_transaction_postgres_flushes() {
+        let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+            eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+            return;
+        };
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client.batch_execute("BEGIN").await.expect("begin");
+        let wrote: Option<String> = client
+            .query_one(&format!("SELECT ({DURABLE})::text"), &[])
+            .await
+            .expect("durable")
+            .get(0);
+        let has_id: bool = client
+            .query_one("SELECT pg_current_xact_id_if_assigned() IS NOT NULL", &[])
+            .await
+            .expect("xid")
+            .get(0);
+        client.batch_execute("ROLLBACK").await.expect("rollback");
+        assert!(
+            wrote.is_some_and(|lsn| lsn.contains('/')),
+            "it writes a WAL record"
+        );
+        assert!(has_id, "it takes a transaction id");
     }
 }
