@@ -80,6 +80,16 @@ pub struct AuditRecord {
 
 /// Seals `event` as the record after `prev` (or the first record).
 pub fn seal(prev: Option<(u64, Digest)>, event: AuditEvent) -> AuditRecord {
+    let (seq, body) = render(prev, event);
+    AuditRecord {
+        seq,
+        digest: digest(Domain::Audit, &body),
+        body,
+    }
+}
+
+/// The sequence number and canonical bytes of `event` as the record after `prev`.
+fn render(prev: Option<(u64, Digest)>, event: AuditEvent) -> (u64, Vec<u8>) {
     let seq = prev.map_or(1, |(s, _)| s + 1);
     let mut o = event.fields;
     o.insert("v", Value::Number(1.0));
@@ -92,12 +102,7 @@ pub fn seal(prev: Option<(u64, Digest)>, event: AuditEvent) -> AuditRecord {
         "prev",
         prev.map_or(Value::Null, |(_, d)| Value::String(d.to_hex())),
     );
-    let body = Value::Object(o).to_canonical_bytes();
-    AuditRecord {
-        seq,
-        digest: digest(Domain::Audit, &body),
-        body,
-    }
+    (seq, Value::Object(o).to_canonical_bytes())
 }
 
 /// A record whose place in the chain is not known yet: its canonical bytes split around the two
@@ -123,7 +128,7 @@ impl Unchained {
     pub fn new(event: AuditEvent) -> Self {
         // Sealed as a first record, `prev` is `null` and `seq` is `1`. In canonical JSON a
         // quote inside a string is escaped, so `"prev":` and `"seq":` can only be the keys.
-        let body = seal(None, event).body;
+        let (_, body) = render(None, event);
         let (prev_key, seq_key) = (br#""prev":"#.as_slice(), br#""seq":"#.as_slice());
         let at = |needle: &[u8], from: usize| {
             body[from..]

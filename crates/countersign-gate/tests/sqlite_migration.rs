@@ -319,7 +319,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     drop(g);
     let conn = rusqlite::Connection::open(&db).expect("open");
     conn.execute(
-        "INSERT INTO gate_schema_version (version, applied_at) VALUES (99, 0)",
+        "INSERT INTO gate_schema_version (version, applied_at_ms) VALUES (99, 0)",
         [],
     )
     .expect("future version");

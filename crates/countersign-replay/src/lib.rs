@@ -26,6 +26,8 @@ mod redis;
 mod rollback;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_schema;
 
 #[doc(hidden)]
 pub mod conformance;

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sqlite_schema::MigrateError;
 use async_trait::async_trait;
 use rusqlite::{Connection, TransactionBehavior, params};
 
@@ -158,32 +159,14 @@ fn migrate(conn: &mut Connection) -> Result<LedgerId, Error> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db_err)?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS replay_schema_version (
-             version INTEGER PRIMARY KEY, applied_at_ms INTEGER NOT NULL)",
-    )
-    .map_err(db_err)?;
-    let current: i64 = tx
-        .query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM replay_schema_version",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(db_err)?;
-    let newest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
-    if current > newest {
-        return Err(Error::Unavailable(format!(
-            "ledger schema v{current} is newer than this build (v{newest})"
-        )));
-    }
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
-        tx.execute_batch(sql).map_err(db_err)?;
-        tx.execute(
-            "INSERT INTO replay_schema_version (version, applied_at_ms) VALUES (?1, ?2)",
-            params![version, now_unix_ms()],
-        )
-        .map_err(db_err)?;
-    }
+    crate::sqlite_schema::migrate(&tx, "replay_schema_version", MIGRATIONS).map_err(
+        |e| match e {
+            MigrateError::Sqlite(e) => db_err(e),
+            MigrateError::Newer { found, known } => Error::Unavailable(format!(
+                "ledger schema v{found} is newer than this build (v{known})"
+            )),
+        },
+    )?;
     tx.execute(
         "INSERT OR IGNORE INTO replay_meta (key, value) VALUES ('ledger_id', ?1)",
         params![LedgerId::random().as_str()],

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use countersign_canon::Digest;
+use countersign_replay::sqlite_schema::{MigrateError, migrate as migrate_schema};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
@@ -170,36 +171,13 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
-    tx.execute_batch(
-        "CREATE TABLE IF NOT EXISTS gate_schema_version (
-             version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)",
-    )
-    .map_err(db)?;
-    let current: i64 = tx
-        .query_row(
-            "SELECT COALESCE(MAX(version), 0) FROM gate_schema_version",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(db)?;
-    let newest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
-    if current > newest {
-        return Err(Error::store(format!(
-            "sqlite: gate schema v{current} is newer than this build knows (v{newest}); \
+    migrate_schema(&tx, "gate_schema_version", MIGRATIONS).map_err(|e| match e {
+        MigrateError::Sqlite(e) => db(e),
+        MigrateError::Newer { found, known } => Error::store(format!(
+            "sqlite: gate schema v{found} is newer than this build knows (v{known}); \
              refusing to open it"
-        )));
-    }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
-        tx.execute_batch(sql).map_err(db)?;
-        tx.execute(
-            "INSERT INTO gate_schema_version (version, applied_at) VALUES (?1, ?2)",
-            params![version, now],
-        )
-        .map_err(db)?;
-    }
+        )),
+    })?;
     tx.commit().map_err(db)
 }
 
