@@ -6,6 +6,7 @@
 //! the tool, the risk, the arguments and the principal, and its nonce is consumed in the replay
 //! ledger, so it runs at most once and only for what was previewed.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use countersign_canon::{Principal, Profile, Value};
@@ -94,7 +95,7 @@ impl Confirmer {
             .signer
             .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
             .map_err(|e| Error::Config(e.to_string()))?;
-        let preview = without_controls(args);
+        let preview = controls_dropped(args);
         let manifest = countersign_canon::manifest(&preview, &|_| false);
         let structured = json!({
             "dry_run": true,
@@ -173,16 +174,26 @@ fn parse_risk(risk: &str) -> Result<RiskClass> {
         .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
 }
 
+/// The top-level members that steer confirm mode; they are not part of the call.
+const CONTROLS: [&str; 2] = ["dry_run", "confirmation_token"];
+
 /// The arguments less the top-level `dry_run` and `confirmation_token`: what actually runs.
-pub(crate) fn without_controls(args: &Value) -> Value {
-    match args {
-        Value::Object(o) => {
-            let mut o = o.clone();
-            o.remove("dry_run");
-            o.remove("confirmation_token");
-            Value::Object(o)
+pub(crate) fn without_controls(mut args: Value) -> Value {
+    if let Value::Object(o) = &mut args {
+        for name in CONTROLS {
+            o.remove(name);
         }
-        other => other.clone(),
+    }
+    args
+}
+
+/// [`without_controls`] for borrowed arguments, copied only when there is a control to drop.
+fn controls_dropped(args: &Value) -> Cow<'_, Value> {
+    match args {
+        Value::Object(o) if CONTROLS.iter().any(|name| o.contains_key(name)) => {
+            Cow::Owned(without_controls(args.clone()))
+        }
+        _ => Cow::Borrowed(args),
     }
 }
 
@@ -208,4 +219,28 @@ pub(crate) fn canonical_args(
 
 fn now_secs() -> i64 {
     countersign_replay::now_unix_ms() / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use countersign_canon::Limits;
+
+    use super::*;
+
+    fn parse(text: &str) -> Value {
+        countersign_canon::parse(text.as_bytes(), Profile::CountersignV1, &Limits::default())
+            .expect("json")
+    }
+
+    #[test]
+    fn only_the_top_level_controls_are_dropped() {
+        let steered =
+            parse(r#"{"a":{"dry_run":true},"confirmation_token":"cs1.x","dry_run":true}"#);
+        let bare = parse(r#"{"a":{"dry_run":true}}"#);
+        assert_eq!(without_controls(steered.clone()), bare);
+        assert_eq!(*controls_dropped(&steered), bare);
+        assert!(matches!(controls_dropped(&bare), Cow::Borrowed(_)));
+        let list = parse(r#"["dry_run"]"#);
+        assert_eq!(without_controls(list.clone()), list);
+    }
 }

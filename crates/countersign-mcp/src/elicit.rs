@@ -207,20 +207,27 @@ impl Asked<'_> {
         else {
             return Err(mismatch());
         };
+        // Whatever can be refused without the token is refused before it is spent: a refusal
+        // that acts on nothing leaves the person's answer usable once the cause is gone (the
+        // upstream offering the definition the draft was proposed against again, say).
         let draft = crate::status::own_draft(self.core, draft_id, principal).await?;
         if draft.action != tool.name {
             return Err(mismatch());
         }
+        if crate::status::recorded_tool(&draft)? != crate::tooldef::tool_digest(tool)? {
+            return Err(Error::StaleTool);
+        }
+        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
+            rule: "INVALID_JSON",
+            message: e.to_string(),
+        })?;
         confirmer
             .redeem(state, TOKEN_TOOL, &draft.risk, &bound(&draft), principal)
             .await?;
         // The token is spent: this answer is acted on at most once. The retried arguments must
         // make the very revision the person was shown; identical bytes leave the draft as it is,
-        // different ones become a new revision that needs its own approval.
-        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-            rule: "INVALID_JSON",
-            message: e.to_string(),
-        })?;
+        // different ones become a new revision that needs its own approval. Only a spent token
+        // may lead to that write, so a replayed state can never revise the draft.
         let held = self
             .core
             .gate()
@@ -228,9 +235,6 @@ impl Asked<'_> {
             .await?;
         if held.revision != draft.revision {
             return Err(mismatch());
-        }
-        if crate::status::recorded_tool(&draft)? != crate::tooldef::tool_digest(tool)? {
-            return Err(Error::StaleTool);
         }
         let answer = serde_json::from_value::<ElicitResult>(answer.clone())
             .map_err(|e| format!("the answer is not an elicitation result: {e}"));

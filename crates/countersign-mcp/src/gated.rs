@@ -208,7 +208,7 @@ impl<H: ServerHandler> Gated<H> {
                     Plan::Confirm { risk } => {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
-                        let mut plain = args.clone();
+                        let mut plain = args;
                         plain.remove("dry_run");
                         plain.remove("confirmation_token");
                         crate::schema::check(&tool.input_schema, &plain)?;
@@ -253,20 +253,22 @@ impl<H: ServerHandler> Gated<H> {
                     .into(),
             )
         })?;
-        let args = request.arguments.clone().unwrap_or_default();
+        // The arguments are replaced by what actually runs before the call is passed on.
+        let args = request.arguments.take().unwrap_or_default();
         let step = Confirmer::step(&args)?;
-        let value = canonical_args(&args, self.core.limits())?;
-        let bare = without_controls(&value);
+        // A token binds the arguments less the control members, so the bare arguments mint
+        // and redeem the same token the full ones would.
+        let bare = without_controls(canonical_args(&args, self.core.limits())?);
         if let Some((kind, pointer)) = countersign_gate::scan_value(&bare) {
             return Err(countersign_gate::Error::PrivacyBlocked { kind, pointer }.into());
         }
         let name = request.name.to_string();
         match step {
-            ConfirmStep::DryRun => Ok(confirmer.dry_run(&name, risk, &value, principal)?.into()),
+            ConfirmStep::DryRun => Ok(confirmer.dry_run(&name, risk, &bare, principal)?.into()),
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
                 confirmer
-                    .redeem(&token, &name, risk, &value, principal)
+                    .redeem(&token, &name, risk, &bare, principal)
                     .await?;
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),

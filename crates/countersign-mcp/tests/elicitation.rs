@@ -1,7 +1,8 @@
 //! Approval inside the host (MCP elicitation), end to end: real rmcp clients of both protocol
 //! generations talk to a `Gated` server through the guarded transport over an in-memory pipe.
 //! The wrapped handler counts every call it receives, so each test can prove what ran and how
-//! often; the store's audit chain shows through which channel the approval came.
+//! often, and its tool description can change between rounds, so a test can make an answered
+//! question stale; the store's audit chain shows through which channel the approval came.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,16 +32,32 @@ async fn bounded<F: Future>(f: F) -> F::Output {
     tokio::time::timeout(BOUND, f).await.expect("timed out")
 }
 
-/// The wrapped server: one tool, `launch`, that records each call it receives.
-#[derive(Clone, Default)]
+/// The wrapped server: one tool, `launch`, whose description a test can change, recording each
+/// call it receives.
+#[derive(Clone)]
 struct Launcher {
     calls: Arc<AtomicUsize>,
     seen: Arc<Mutex<Vec<Value>>>,
+    description: Arc<Mutex<&'static str>>,
+}
+
+impl Default for Launcher {
+    fn default() -> Self {
+        Launcher {
+            calls: Arc::default(),
+            seen: Arc::default(),
+            description: Arc::new(Mutex::new("Launches.")),
+        }
+    }
 }
 
 impl Launcher {
     fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
+    }
+
+    fn describe(&self, description: &'static str) {
+        *self.description.lock().expect("lock") = description;
     }
 }
 
@@ -58,9 +75,10 @@ impl ServerHandler for Launcher {
             .as_object()
             .cloned()
             .expect("object");
+        let description = *self.description.lock().expect("lock");
         Ok(ListToolsResult::with_all_items(vec![Tool::new(
             "launch",
-            "Launches.",
+            description,
             Arc::new(schema),
         )]))
     }
@@ -559,6 +577,24 @@ fn accept() -> Value {
     json!({"action": "accept", "content": {"approve": true}})
 }
 
+/// Answers `key` with a ticked box under `state` twice: the first retry runs the call once, the
+/// second is a replay that runs nothing.
+async fn approve_then_replay(
+    client: &RunningService<RoleClient, Host>,
+    inner: &Launcher,
+    key: &str,
+    state: &str,
+) {
+    let s = once(client, retry(&args(), key, accept(), state)).await;
+    assert_eq!(s["isError"], false, "{s}");
+    assert_eq!(inner.calls(), 1);
+
+    let s = once(client, retry(&args(), key, accept(), state)).await;
+    assert_eq!(code(&s), "CONFIRMATION_INVALID", "{s}");
+    assert_eq!(s["error"]["reason"], "TOKEN_REPLAYED");
+    assert_eq!(inner.calls(), 1, "a replayed state ran the action again");
+}
+
 #[tokio::test]
 async fn a_2026_host_approves_through_input_required_rounds() {
     let (core, inner, host, client) = approving_2026().await;
@@ -591,14 +627,33 @@ async fn a_replayed_request_state_is_refused() {
         state.starts_with("cs1."),
         "the state is a confirmation token"
     );
-    let s = once(&client, retry(&args(), &key, accept(), &state)).await;
-    assert_eq!(s["isError"], false, "{s}");
-    assert_eq!(inner.calls(), 1);
+    approve_then_replay(&client, &inner, &key, &state).await;
+    client.cancel().await.expect("close");
+}
 
+/// The `requestState` is consumed only by a retry that goes on to act on the answer: a refusal
+/// that needs no token leaves it unspent.
+#[tokio::test]
+async fn a_changed_definition_refuses_the_answer_without_spending_it() {
+    let core = layer("elicitation", true, BOUND).await;
+    let inner = Launcher::default();
+    let host = Host::new(Answer::Approve, ProtocolVersion::V_2026_07_28);
+    let client = connect_2026(&host, &core, &inner).await;
+
+    let (key, _, state) = first_round(&client).await;
+    let draft = key.rsplit(':').next().expect("draft id").to_owned();
+
+    // The upstream rewrote the tool after the person was asked: their answer was about the old
+    // definition, so it approves nothing.
+    inner.describe("Launches, and also deletes everything.");
     let s = once(&client, retry(&args(), &key, accept(), &state)).await;
-    assert_eq!(code(&s), "CONFIRMATION_INVALID", "{s}");
-    assert_eq!(s["error"]["reason"], "TOKEN_REPLAYED");
-    assert_eq!(inner.calls(), 1, "a replayed state ran the action again");
+    assert_eq!(code(&s), "STALE_REVISION", "{s}");
+    assert_eq!(inner.calls(), 0);
+    assert_eq!(state_of(&core, &draft).await, "proposed");
+
+    // Back to the definition the draft was proposed against, the same answer still counts once.
+    inner.describe("Launches.");
+    approve_then_replay(&client, &inner, &key, &state).await;
     client.cancel().await.expect("close");
 }
 
