@@ -95,7 +95,7 @@ impl Gate {
                 if let Ok(id) = DraftId::parse(draft_id) {
                     event = event.text("draft", id.as_str());
                 }
-                self.audit_refusal(event.outcome(Err(&e))).await;
+                self.audit_only(event.outcome(Err(&e))).await;
                 return Err(e);
             }
         };
@@ -182,17 +182,6 @@ impl Gate {
                 message: e.message,
                 retryable: e.kind == FailureKind::Transient,
             }),
-        }
-    }
-
-    async fn audit_refusal(&self, event: AuditEvent) {
-        let mut event = Some(event);
-        let mut step = |_: Snapshot| Commit {
-            audit: event.take().into_iter().collect(),
-            ..Commit::default()
-        };
-        if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
-            tracing::warn!(error = %e, "refusal not audited");
         }
     }
 

@@ -185,7 +185,7 @@ impl Gate {
     }
 
     /// Records a refusal that happened before any row was read.
-    async fn audit_only(&self, event: AuditEvent) {
+    pub(crate) async fn audit_only(&self, event: AuditEvent) {
         let mut event = Some(event);
         let mut step = |_: Snapshot| Commit {
             audit: event.take().into_iter().collect(),
