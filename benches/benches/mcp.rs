@@ -209,6 +209,29 @@ async fn timed_execute(
     spent
 }
 
+/// Times `countersign_execute` through each (name, client, approver): every run proposes through
+/// the client and approves through the approver untimed, then times the execute alone.
+fn bench_executes(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    cases: [(&str, &Client, &countersign_gate::Gate); 2],
+    op: &std::sync::atomic::AtomicU64,
+    text: &str,
+) {
+    for (name, client, approver) in cases {
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter_custom(|iters| async move {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    spent += timed_execute(client, approver, text, n).await;
+                }
+                spent
+            });
+        });
+    }
+}
+
 fn params(tool: &str, text: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(
         json!({"text": text})
@@ -265,24 +288,11 @@ fn main() {
         });
     }
     let op = std::sync::atomic::AtomicU64::new(0);
-    for (name, client) in [
-        ("proxy_gated_execute", &proxied),
-        ("proxy_gated_execute_relist", &typed),
-    ] {
-        group.bench_function(name, |b| {
-            b.to_async(&rt).iter_custom(|iters| {
-                let (client, approver, op) = (client, &approver, &op);
-                async move {
-                    let mut spent = Duration::ZERO;
-                    for _ in 0..iters {
-                        let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        spent += timed_execute(client, approver, text, n).await;
-                    }
-                    spent
-                }
-            });
-        });
-    }
+    let cases = [
+        ("proxy_gated_execute", &proxied, &approver),
+        ("proxy_gated_execute_relist", &typed, &approver),
+    ];
+    bench_executes(&mut group, &rt, cases, &op, text);
     group.finish();
 
     // The same three calls with no process hop: what the guard, the layer and the gate cost.
@@ -308,19 +318,21 @@ fn main() {
             black_box(gated.call_tool(params("echo", text)).await.expect("call"))
         });
     });
-    group.bench_function("gated_execute_sqlite", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let (gated, core, op) = (&gated, &core, &op);
-            async move {
-                let mut spent = Duration::ZERO;
-                for _ in 0..iters {
-                    let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    spent += timed_execute(gated, core.gate(), text, n).await;
-                }
-                spent
-            }
-        });
+    // Approved through the layer's own store, and through a second connection to the same file
+    // as `countersign approve` (and the stdio group's approver) does: a write by another
+    // connection makes SQLite drop this connection's page cache before its next transaction.
+    let apart = rt.block_on(async {
+        let policy =
+            Arc::new(Policy::from_toml("[defaults]\nmode = \"approval\"\n").expect("policy"));
+        countersign_gate::open(&StoreUrl::Sqlite(inproc_db.clone()), policy)
+            .await
+            .expect("approver")
     });
+    let cases = [
+        ("gated_execute_sqlite", &gated, core.gate()),
+        ("gated_execute_sqlite_approver_apart", &gated, &apart),
+    ];
+    bench_executes(&mut group, &rt, cases, &op, text);
     // Baseline: the gate alone on the same store (propose and approve untimed, execute timed,
     // no-op action), so the layer's share of `gated_execute_sqlite` is visible.
     group.bench_function("gate_execute_only", |b| {
