@@ -87,11 +87,16 @@ fn role() -> Option<(String, Vec<String>)> {
 }
 
 fn serve_role(role: &str, rest: &[String]) {
-    // The same runtime the `countersign-mcp` binary uses.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    // The runtime the `countersign-mcp` binary uses over stdio for the proxy; the upstream, a
+    // stand-in for any MCP server, keeps tokio's default.
+    let rt = if role == "proxy" {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()
+    .expect("runtime");
     rt.block_on(async {
         let exe = std::env::current_exe().expect("exe").display().to_string();
         match role {

@@ -79,10 +79,17 @@ fn main() -> ExitCode {
         eprintln!("error[USAGE]: give --demo or --upstream -- CMD ARGS…");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // Over HTTP the server answers many clients at once on every core. Over stdio it serves one
+    // conversation, whose tasks (the reader, the handler, the upstream session, the writer) hand
+    // each message on to the next: on one thread those hand-overs are plain polls instead of
+    // wake-ups of another thread, which took about 50 µs off a gated execute through the proxy
+    // (docs/performance.md).
+    let mut runtime = if cli.http.is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match runtime.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error[RUNTIME]: {e}");
