@@ -147,6 +147,23 @@ impl Unchained {
         }
     }
 
+    /// The `prev` value of `body`, a record joined from these parts: `Some(None)` for `null`,
+    /// `None` when `body` does not go on from this head with a `prev` value as
+    /// [`Unchained::chain`] writes one.
+    pub fn prev_in(&self, body: &[u8]) -> Option<Option<Digest>> {
+        let rest = body.strip_prefix(self.head.as_slice())?;
+        if rest.starts_with(b"null") {
+            return Some(None);
+        }
+        let hex = rest.strip_prefix(b"\"")?.get(..64)?;
+        if rest.get(65) != Some(&b'"') {
+            return None;
+        }
+        Digest::from_hex(std::str::from_utf8(hex).ok()?)
+            .ok()
+            .map(Some)
+    }
+
     /// The record after `prev` (or the first record).
     pub fn chain(&self, prev: Option<(u64, Digest)>) -> AuditRecord {
         let seq = prev.map_or(1, |(s, _)| s + 1);

@@ -128,7 +128,15 @@ fn an_unchained_record_joins_to_exactly_what_seal_makes() {
     for event in events {
         let unchained = Unchained::new(event.clone());
         for prev in [None, Some((1, d)), Some((9, d)), Some((99_999_999_999, d))] {
-            assert_eq!(unchained.chain(prev), seal(prev, event.clone()), "{prev:?}");
+            let record = unchained.chain(prev);
+            assert_eq!(record, seal(prev, event.clone()), "{prev:?}");
+            assert_eq!(unchained.prev_in(&record.body), Some(prev.map(|(_, d)| d)));
         }
+        let other = seal(None, AuditEvent::new("reject", 2));
+        assert_eq!(
+            unchained.prev_in(&other.body),
+            None,
+            "another record's head"
+        );
     }
 }

@@ -175,7 +175,7 @@ fn parse_risk(risk: &str) -> Result<RiskClass> {
 }
 
 /// The top-level members that steer confirm mode; they are not part of the call.
-const CONTROLS: [&str; 2] = ["dry_run", "confirmation_token"];
+pub(crate) const CONTROLS: [&str; 2] = ["dry_run", "confirmation_token"];
 
 /// The arguments less the top-level `dry_run` and `confirmation_token`: what actually runs.
 pub(crate) fn without_controls(mut args: Value) -> Value {

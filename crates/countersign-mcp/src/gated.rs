@@ -19,7 +19,7 @@ use rmcp::service::{
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Map, Value};
 
-use crate::confirm::{ConfirmStep, Confirmer, canonical_args, without_controls};
+use crate::confirm::{CONTROLS, ConfirmStep, Confirmer, canonical_args, without_controls};
 use crate::core::{Countersign, Plan};
 use crate::elicit::Next;
 use crate::error::{Error, Result};
@@ -147,16 +147,18 @@ impl<H: ServerHandler> Gated<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse> {
-        let args = request.arguments.clone().unwrap_or_default();
+        // Borrowed: a call passed on or confirmed hands the request itself on.
+        let no_args = Map::new();
+        let args = request.arguments.as_ref().unwrap_or(&no_args);
         let principal = principal(&context);
         let result = match request.name.as_ref() {
-            tools::EXECUTE => self.execute(&args, &principal, context).await?,
-            tools::STATUS => crate::status::status(&self.core, &args, &principal).await?,
-            tools::LIST => crate::status::list(&self.core, &args, &principal).await?,
+            tools::EXECUTE => self.execute(args, &principal, context).await?,
+            tools::STATUS => crate::status::status(&self.core, args, &principal).await?,
+            tools::LIST => crate::status::list(&self.core, args, &principal).await?,
             tools::REVISE => {
                 // New arguments meet the same schema a fresh call of the tool would.
                 if let (Ok(id), Some(Value::Object(new_args))) =
-                    (tools::text(&args, "draft_id"), args.get("args"))
+                    (tools::text(args, "draft_id"), args.get("args"))
                 {
                     let draft = crate::status::own_draft(&self.core, id, &principal).await?;
                     let Some(tool) = self.tool(&draft.action, true, &context).await? else {
@@ -164,7 +166,7 @@ impl<H: ServerHandler> Gated<H> {
                     };
                     crate::schema::check(&tool.input_schema, new_args)?;
                 }
-                crate::status::revise(&self.core, &args, &principal).await?
+                crate::status::revise(&self.core, args, &principal).await?
             }
             name => {
                 let Some(tool) = self.tool(name, false, &context).await? else {
@@ -184,7 +186,7 @@ impl<H: ServerHandler> Gated<H> {
                         let Some(tool) = self.tool(name, true, &context).await? else {
                             return Err(unknown_tool(name));
                         };
-                        crate::schema::check(&tool.input_schema, &args)?;
+                        crate::schema::check(&tool.input_schema, args)?;
                         let asked = crate::elicit::approval(
                             &self.core, &tool, &request, &principal, &context,
                         );
@@ -208,10 +210,7 @@ impl<H: ServerHandler> Gated<H> {
                     Plan::Confirm { risk } => {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
-                        let mut plain = args;
-                        plain.remove("dry_run");
-                        plain.remove("confirmation_token");
-                        crate::schema::check(&tool.input_schema, &plain)?;
+                        crate::schema::check_except(&tool.input_schema, args, &CONTROLS)?;
                         return self.confirm(request, &risk, &principal, context).await;
                     }
                 }

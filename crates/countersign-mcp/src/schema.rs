@@ -14,6 +14,20 @@ use crate::error::{Error, Result};
 /// # Errors
 /// `INVALID_ARGUMENT` with rule `SCHEMA`, naming the member.
 pub(crate) fn check(schema: &Map<String, Value>, args: &Map<String, Value>) -> Result<()> {
+    check_except(schema, args, &[])
+}
+
+/// [`check`] of `args` as if the top-level members named in `skip` were not there: confirm
+/// mode's own members steer the call and are never the tool's.
+///
+/// # Errors
+/// As [`check`].
+pub(crate) fn check_except(
+    schema: &Map<String, Value>,
+    args: &Map<String, Value>,
+    skip: &[&str],
+) -> Result<()> {
+    let present = |name: &str| !skip.contains(&name) && args.contains_key(name);
     let bad = |message: String| Error::InvalidArgument {
         rule: "SCHEMA",
         message,
@@ -21,13 +35,16 @@ pub(crate) fn check(schema: &Map<String, Value>, args: &Map<String, Value>) -> R
     let properties = schema.get("properties").and_then(Value::as_object);
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {
-            if !args.contains_key(name) {
+            if !present(name) {
                 return Err(bad(format!("`{name}` is required")));
             }
         }
     }
     let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    for (name, value) in args {
+    for (name, value) in args
+        .iter()
+        .filter(|(name, _)| !skip.contains(&name.as_str()))
+    {
         let Some(spec) = properties.and_then(|p| p.get(name)) else {
             if closed {
                 return Err(bad(format!("unknown argument `{name}`")));
@@ -96,5 +113,25 @@ mod tests {
             let e = check(&schema, &obj(bad)).expect_err("refused");
             assert_eq!(e.code(), "INVALID_ARGUMENT");
         }
+    }
+
+    #[test]
+    fn skipped_members_count_as_absent() {
+        let schema = obj(json!({
+            "properties": {"title": {"type": "string"}, "dry_run": {"type": "string"}},
+            "required": ["title"],
+            "additionalProperties": false,
+        }));
+        let skip = ["dry_run", "confirmation_token"];
+        let steered = obj(json!({"title": "x", "dry_run": true, "confirmation_token": "t"}));
+        assert!(check_except(&schema, &steered, &skip).is_ok());
+        assert!(
+            check(&schema, &steered).is_err(),
+            "unskipped, they are checked"
+        );
+        let required = obj(json!({"required": ["dry_run"]}));
+        let e = check_except(&required, &obj(json!({"dry_run": true})), &skip)
+            .expect_err("a skipped member does not satisfy `required`");
+        assert_eq!(e.code(), "INVALID_ARGUMENT");
     }
 }

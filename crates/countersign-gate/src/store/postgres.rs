@@ -368,7 +368,7 @@ fn sealed(unchained: &[Unchained], rows: &[tokio_postgres::Row]) -> Result<Vec<A
     for ((seq, digest, body), parts) in records.into_iter().zip(unchained) {
         let prev = match out.last() {
             Some(r) => Some((r.seq, r.digest)),
-            None => prev_of(seq, &body)?,
+            None => first_prev(parts, seq, &body)?,
         };
         let expected = parts.chain(prev);
         if expected.seq != seq || expected.body != body || expected.digest.to_hex() != digest {
@@ -381,24 +381,16 @@ fn sealed(unchained: &[Unchained], rows: &[tokio_postgres::Row]) -> Result<Vec<A
     Ok(out)
 }
 
-/// The `prev` a first appended record names: `None` only for record 1.
-fn prev_of(seq: u64, body: &[u8]) -> Result<Option<(u64, Digest)>> {
-    if seq <= 1 {
-        return Ok(None);
+/// The `prev` the first appended record names, read where its parts put it: `None` for record 1
+/// and only for it.
+fn first_prev(parts: &Unchained, seq: u64, body: &[u8]) -> Result<Option<(u64, Digest)>> {
+    match (seq, parts.prev_in(body)) {
+        (1, Some(None)) => Ok(None),
+        (2.., Some(Some(digest))) => Ok(Some((seq - 1, digest))),
+        _ => Err(Error::store(
+            "postgres: an appended audit record names no fitting previous record",
+        )),
     }
-    let malformed = || Error::store("postgres: an appended audit record has no previous digest");
-    let key = br#""prev":""#;
-    let at = body
-        .windows(key.len())
-        .position(|w| w == key)
-        .ok_or_else(malformed)?
-        + key.len();
-    let hex = body.get(at..at + 64).ok_or_else(malformed)?;
-    let hex = std::str::from_utf8(hex).map_err(|_| malformed())?;
-    Ok(Some((
-        seq - 1,
-        Digest::from_hex(hex).map_err(|_| malformed())?,
-    )))
 }
 
 /// A pooled connection inside a transaction begun by hand (so that BEGIN, the lock and the
