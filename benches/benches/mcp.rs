@@ -1,7 +1,8 @@
 //! MCP benchmarks through real stdio, in one run: the same read-only call made directly to an
 //! upstream server and through the `countersign-mcp` proxy (the pass-through overhead), and a
-//! gated `countersign_execute` of an approved draft on SQLite (the gate's own share is its time
-//! minus the pass-through call through the same path).
+//! gated `countersign_execute` of an approved draft on SQLite. The gate's own share is its time
+//! minus a pass-through call through the same path timed the same way: right after an untimed
+//! propose and approve (`*_after_approval`), not in a tight loop of its own.
 //!
 //! The bench executable plays all parts, so nothing must be built beforehand: started with
 //! `--role upstream` it is a small MCP server (`echo`, read-only; `write`, a no-op that needs
@@ -181,13 +182,26 @@ async fn in_process(core: Option<Arc<Countersign>>) -> Client {
     ().serve(client_io).await.expect("handshake")
 }
 
-/// Proposes a `write` through `client`, approves it with `gate`, then times only the
-/// `countersign_execute` call.
-async fn timed_execute(
+/// What a run times once its `write` is proposed and approved, untimed.
+#[derive(Clone, Copy)]
+enum Timed {
+    /// `countersign_execute` of the approved draft.
+    Execute,
+    /// A read-only `echo` through the same client instead: the baseline for the gate's share.
+    /// Timed after the same untimed preamble as an execute, because a call right after that
+    /// preamble finds caches and idle threads other than a call in a tight loop does, and the
+    /// difference would otherwise be counted as the gate's.
+    PassThrough,
+}
+
+/// Proposes a `write` through `client`, approves it with `gate`, then times only the call
+/// `timed` names.
+async fn timed_after_approval(
     client: &Client,
     gate: &countersign_gate::Gate,
     text: &str,
     n: u64,
+    timed: Timed,
 ) -> Duration {
     let r = client
         .call_tool(params("write", text))
@@ -201,35 +215,38 @@ async fn timed_execute(
     gate.approve(&draft, &revision, "bench", Channel::Cli)
         .await
         .expect("approve");
-    let exec = CallToolRequestParams::new("countersign_execute").with_arguments(
-        json!({"draft_id": draft, "revision": revision, "operation_id": format!("op-{n}")})
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
-    );
+    let call = match timed {
+        Timed::Execute => CallToolRequestParams::new("countersign_execute").with_arguments(
+            json!({"draft_id": draft, "revision": revision, "operation_id": format!("op-{n}")})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        Timed::PassThrough => params("echo", text),
+    };
     let start = Instant::now();
-    let r = client.call_tool(exec).await.expect("execute");
+    let r = client.call_tool(call).await.expect("timed call");
     let spent = start.elapsed();
     assert_ne!(r.is_error, Some(true), "{r:?}");
     spent
 }
 
-/// Times `countersign_execute` through each (name, client, approver): every run proposes through
-/// the client and approves through the approver untimed, then times the execute alone.
-fn bench_executes(
+/// Times each (name, client, approver, what): every run proposes through the client and
+/// approves through the approver untimed, then times the one call.
+fn bench_after_approval(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     rt: &tokio::runtime::Runtime,
-    cases: [(&str, &Client, &countersign_gate::Gate); 2],
+    cases: &[(&str, &Client, &countersign_gate::Gate, Timed)],
     op: &std::sync::atomic::AtomicU64,
     text: &str,
 ) {
-    for (name, client, approver) in cases {
+    for &(name, client, approver, timed) in cases {
         group.bench_function(name, |b| {
             b.to_async(rt).iter_custom(|iters| async move {
                 let mut spent = Duration::ZERO;
                 for _ in 0..iters {
                     let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    spent += timed_execute(client, approver, text, n).await;
+                    spent += timed_after_approval(client, approver, text, n, timed).await;
                 }
                 spent
             });
@@ -294,10 +311,27 @@ fn main() {
     }
     let op = std::sync::atomic::AtomicU64::new(0);
     let cases = [
-        ("proxy_gated_execute", &proxied, &approver),
-        ("proxy_gated_execute_relist", &typed, &approver),
+        ("proxy_gated_execute", &proxied, &approver, Timed::Execute),
+        (
+            "proxy_gated_execute_relist",
+            &typed,
+            &approver,
+            Timed::Execute,
+        ),
+        (
+            "proxy_pass_through_after_approval",
+            &proxied,
+            &approver,
+            Timed::PassThrough,
+        ),
+        (
+            "proxy_pass_through_typed_after_approval",
+            &typed,
+            &approver,
+            Timed::PassThrough,
+        ),
     ];
-    bench_executes(&mut group, &rt, cases, &op, text);
+    bench_after_approval(&mut group, &rt, &cases, &op, text);
     group.finish();
 
     // The same three calls with no process hop: what the guard, the layer and the gate cost.
@@ -334,10 +368,21 @@ fn main() {
             .expect("approver")
     });
     let cases = [
-        ("gated_execute_sqlite", &gated, core.gate()),
-        ("gated_execute_sqlite_approver_apart", &gated, &apart),
+        ("gated_execute_sqlite", &gated, core.gate(), Timed::Execute),
+        (
+            "gated_execute_sqlite_approver_apart",
+            &gated,
+            &apart,
+            Timed::Execute,
+        ),
+        (
+            "gated_pass_through_after_approval",
+            &gated,
+            &apart,
+            Timed::PassThrough,
+        ),
     ];
-    bench_executes(&mut group, &rt, cases, &op, text);
+    bench_after_approval(&mut group, &rt, &cases, &op, text);
     // Baseline: the gate alone on the same store (propose and approve untimed, execute timed,
     // no-op action), so the layer's share of `gated_execute_sqlite` is visible.
     group.bench_function("gate_execute_only", |b| {

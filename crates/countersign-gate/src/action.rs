@@ -10,7 +10,8 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use countersign_canon::{Revision, Value};
 
-use crate::model::DraftId;
+use crate::error::Error;
+use crate::model::{Draft, DraftId};
 
 /// What the action receives: the stored canonical bytes of the approved revision, never the
 /// caller's copy.
@@ -98,6 +99,23 @@ pub trait ActionPort: Send + Sync {
     /// # Errors
     /// [`ActionError`], classified transient or terminal.
     async fn call(&self, call: ActionCall) -> Result<ActionOutput, ActionError>;
+
+    /// Whether this caller may act on `draft` at all, asked inside the execute transaction with
+    /// the draft as it read it, before anything else is decided. A refusal is answered and
+    /// audited and changes nothing: the approval stays unspent.
+    ///
+    /// It is where a port says what only it knows — that the draft belongs to someone else
+    /// (answer [`Error::NotFound`], so nothing leaks its existence), or that the tool behind it
+    /// is no longer the one the person approved a call of ([`Error::ToolChanged`]) — without a
+    /// read of its own before the transaction. It runs while the store serializes the draft, so
+    /// it must not block. The default admits every draft.
+    ///
+    /// # Errors
+    /// The refusal to answer.
+    fn admit(&self, draft: &Draft) -> Result<(), Error> {
+        let _ = draft;
+        Ok(())
+    }
 }
 
 /// The future a closure action returns.

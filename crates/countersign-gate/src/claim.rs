@@ -3,6 +3,7 @@
 
 use countersign_canon::{Digest, Revision};
 
+use crate::action::ActionPort;
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::gate::{Gate, millis};
@@ -25,6 +26,7 @@ pub(crate) struct ClaimCtx<'a> {
     pub(crate) fingerprint: Digest,
     pub(crate) tag: &'a str,
     pub(crate) now: i64,
+    pub(crate) port: &'a dyn ActionPort,
 }
 
 impl ClaimCtx<'_> {
@@ -43,6 +45,9 @@ impl ClaimCtx<'_> {
         };
         if !draft.is_intact() {
             return refuse(Error::Tampered);
+        }
+        if let Err(e) = self.port.admit(&draft) {
+            return refuse(e);
         }
         let tool = match self.gate.policy.lookup(&draft.action) {
             Ok(t) => t,

@@ -46,6 +46,10 @@ pub enum Error {
     /// The revision given is not the draft's current revision.
     #[error("the revision given is not the draft's current revision")]
     StaleRevision,
+    /// The tool's definition changed (or it is gone) since the draft was proposed: what a person
+    /// approved was a call of the old tool.
+    #[error("the tool definition changed since this draft was proposed; propose the call again")]
+    ToolChanged,
     /// The draft is past the point where it can be approved, revised or run.
     #[error("the draft is {state} and cannot be changed or run")]
     DraftNotEditable {
@@ -97,7 +101,7 @@ impl Error {
             Error::NotFound => "NOT_FOUND",
             Error::ApprovalRequired => "APPROVAL_REQUIRED",
             Error::ApprovalRejected => "APPROVAL_REJECTED",
-            Error::StaleRevision => "STALE_REVISION",
+            Error::StaleRevision | Error::ToolChanged => "STALE_REVISION",
             Error::DraftNotEditable { .. } => "DRAFT_NOT_EDITABLE",
             Error::OperationIdConflict => "OPERATION_ID_CONFLICT",
             Error::OperationInProgress => "OPERATION_IN_PROGRESS",

@@ -71,7 +71,9 @@ impl Gate {
     /// Runs the approved revision of a draft through `port`, at most once per approval.
     ///
     /// # Errors
-    /// In the contract's order: `INVALID_ARGUMENT`, `NOT_FOUND`, `OPERATION_ID_CONFLICT`,
+    /// In the contract's order: `INVALID_ARGUMENT`, `NOT_FOUND` (also when the port's
+    /// [`ActionPort::admit`] says the draft is not the caller's, then anything else it refuses
+    /// with, such as `STALE_REVISION` for a changed tool), `OPERATION_ID_CONFLICT`,
     /// `OPERATION_IN_PROGRESS`, `OUTCOME_UNKNOWN`, `STALE_REVISION`, `APPROVAL_REJECTED`,
     /// `APPROVAL_REQUIRED`, `DRAFT_NOT_EDITABLE`, `RATE_LIMITED`; `UPSTREAM_ERROR` when the action
     /// ran and failed (or a recorded failure is replayed); `STORE_TAMPERED`; `STORE_UNAVAILABLE`
@@ -111,6 +113,7 @@ impl Gate {
             fingerprint: fingerprint(id.as_str(), &revision),
             tag: &attempt.tag,
             now,
+            port,
         };
         let policy = &self.policy;
         let window = move |action: &str| -> Option<i64> {

@@ -215,7 +215,7 @@ impl Asked<'_> {
             return Err(mismatch());
         }
         if crate::status::recorded_tool(&draft)? != crate::tooldef::tool_digest(tool)? {
-            return Err(Error::StaleTool);
+            return Err(countersign_gate::Error::ToolChanged.into());
         }
         let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
             rule: "INVALID_JSON",

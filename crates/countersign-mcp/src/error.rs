@@ -41,9 +41,6 @@ pub enum Error {
         /// Whether a retry may succeed.
         retryable: bool,
     },
-    /// The tool's definition changed (or it is gone) since the draft was proposed.
-    #[error("the tool definition changed since this draft was proposed; propose the call again")]
-    StaleTool,
     /// Start-up configuration is unusable (store URL, keys, policy, command line).
     #[error("invalid configuration: {0}")]
     Config(String),
@@ -64,7 +61,6 @@ impl Error {
             Error::ConfirmationRequired => "CONFIRMATION_REQUIRED",
             Error::ConfirmationInvalid { .. } => "CONFIRMATION_INVALID",
             Error::Upstream { .. } => "UPSTREAM_ERROR",
-            Error::StaleTool => "STALE_REVISION",
             Error::Config(_) => "CONFIG_INVALID",
             Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Error::Transport(_) => "TRANSPORT_ERROR",

@@ -289,29 +289,65 @@ impl<H: ServerHandler> Gated<H> {
         let revision = tools::text(args, "revision")?;
         let operation_id = tools::text(args, "operation_id")?;
         let gate = self.core.gate();
-        let draft = gate.draft(draft_id).await?;
-        if draft.principal != *principal {
-            return Err(countersign_gate::Error::NotFound.into());
-        }
-        if may_run(&draft, gate.policy()) {
-            // A definition that changed since the proposal voids the draft: what a person
-            // approved was a call of the old tool. That holds for a retry as much as a first
-            // run.
-            let recorded = crate::status::recorded_tool(&draft)?;
-            let current = self.tool(&draft.action, true, &context).await?;
-            let same = match &current {
-                Some(t) => crate::tooldef::tool_digest(t)? == recorded,
-                None => false,
-            };
-            if !same {
-                return Err(Error::StaleTool);
-            }
-        }
-        let port = HandlerPort::new(self.inner.clone(), context);
+        // The definitions as they are now, listed before the transaction: which tool the draft
+        // names is known only inside it, where nothing may wait on the wrapped handler. A listing
+        // that failed matters only to a draft that could run; a recorded result still replays.
+        let listing = self.fetch(&context).await;
+        let port = Admitting {
+            port: HandlerPort::new(self.inner.clone(), context),
+            principal,
+            listing: &listing,
+            policy: gate.policy(),
+        };
         let execution = gate
             .execute(draft_id, revision, operation_id, &port)
             .await?;
         Ok(crate::core::executed(&execution))
+    }
+}
+
+/// The port of one `countersign_execute` call: runs through the handler, and admits only the
+/// caller's own drafts, and only while the tool is the one the person approved a call of.
+struct Admitting<'a, H> {
+    port: HandlerPort<H>,
+    principal: &'a Principal,
+    listing: &'a Result<Vec<Tool>>,
+    policy: &'a countersign_gate::Policy,
+}
+
+#[async_trait::async_trait]
+impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
+    async fn call(
+        &self,
+        call: countersign_gate::ActionCall,
+    ) -> std::result::Result<countersign_gate::ActionOutput, countersign_gate::ActionError> {
+        self.port.call(call).await
+    }
+
+    fn admit(&self, draft: &countersign_gate::Draft) -> countersign_gate::Result<()> {
+        use countersign_gate::Error as Refusal;
+        if draft.principal != *self.principal {
+            return Err(Refusal::NotFound);
+        }
+        if !may_run(draft, self.policy) {
+            return Ok(());
+        }
+        // A definition that changed since the proposal voids the draft: what a person approved
+        // was a call of the old tool. That holds for a retry as much as a first run.
+        let listing = self.listing.as_ref().map_err(|e| Refusal::Upstream {
+            message: e.to_string(),
+            retryable: true,
+        })?;
+        let recorded = crate::status::recorded_tool(draft).map_err(|_| Refusal::Tampered)?;
+        let current = listing.iter().find(|t| t.name == draft.action);
+        match current.map(crate::tooldef::tool_digest) {
+            Some(Ok(digest)) if digest == recorded => Ok(()),
+            Some(Err(e)) => Err(Refusal::Upstream {
+                message: e.to_string(),
+                retryable: false,
+            }),
+            _ => Err(Refusal::ToolChanged),
+        }
     }
 }
 

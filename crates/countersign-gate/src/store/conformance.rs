@@ -206,6 +206,7 @@ where
     rate_ceiling(make().await).await;
     failures(make().await).await;
     expiry_and_rejection(make().await).await;
+    port_refusal_spends_nothing(make().await).await;
 }
 
 async fn lifecycle(store: Arc<dyn GateStore>) {
@@ -532,4 +533,68 @@ async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
         .expect_err("none");
     assert_eq!(e.code(), "NOT_FOUND");
     assert_eq!(action.calls.load(Ordering::SeqCst), 0);
+}
+
+/// A port that refuses every draft with the error it holds, and counts its calls.
+struct Refusing {
+    refusal: fn() -> crate::error::Error,
+    calls: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ActionPort for Refusing {
+    async fn call(&self, _call: ActionCall) -> Result<ActionOutput, ActionError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ActionOutput {
+            content: serde_json::Value::Null,
+            structured: serde_json::Value::Null,
+        })
+    }
+
+    fn admit(&self, _draft: &Draft) -> crate::error::Result<()> {
+        Err((self.refusal)())
+    }
+}
+
+/// A port's refusal inside the claim is answered and audited, runs nothing and spends nothing:
+/// the same operation id then runs through a port that admits the draft.
+async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
+    let g = gate(store.clone(), ManualClock::at(T0));
+    let d = approved(&g, "publish_post", r#"{"title":"t"}"#).await;
+    let rev = d.revision.to_hex();
+    for (refusal, code) in [
+        (
+            (|| crate::error::Error::NotFound) as fn() -> crate::error::Error,
+            "NOT_FOUND",
+        ),
+        (|| crate::error::Error::ToolChanged, "STALE_REVISION"),
+    ] {
+        let port = Refusing {
+            refusal,
+            calls: AtomicUsize::new(0),
+        };
+        let err = g
+            .execute(d.id.as_str(), &rev, "op-admit", &port)
+            .await
+            .expect_err("refused");
+        assert_eq!(err.code(), code);
+        assert_eq!(port.calls.load(Ordering::SeqCst), 0);
+    }
+    assert!(store.operation("op-admit").await.expect("read").is_none());
+    let stored = store.draft(&d.id).await.expect("read").expect("draft");
+    assert_eq!(stored.state.name(), "approved");
+    let records = store.audit().await.expect("audit");
+    let refused = records
+        .iter()
+        .filter(|r| {
+            let body = String::from_utf8_lossy(&r.body);
+            body.contains(r#""event":"execute""#) && body.contains("STALE_REVISION")
+        })
+        .count();
+    assert_eq!(refused, 1, "the refusal is on the record");
+    let action = CountingAction::default();
+    g.execute(d.id.as_str(), &rev, "op-admit", &action)
+        .await
+        .expect("admitted");
+    assert_eq!(action.calls.load(Ordering::SeqCst), 1);
 }
