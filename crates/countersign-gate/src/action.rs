@@ -101,8 +101,10 @@ pub trait ActionPort: Send + Sync {
     async fn call(&self, call: ActionCall) -> Result<ActionOutput, ActionError>;
 
     /// Whether this caller may act on `draft` at all, asked inside the execute transaction with
-    /// the draft as it read it, before anything else is decided. A refusal is answered and
-    /// audited and changes nothing: the approval stays unspent.
+    /// the draft as it read it, before anything else is decided — its integrity included, so a
+    /// damaged draft can reach it (the gate refuses that one right after, with
+    /// `STORE_TAMPERED`). A refusal is answered and audited and changes nothing: the approval
+    /// stays unspent.
     ///
     /// It is where a port says what only it knows — that the draft belongs to someone else
     /// (answer [`Error::NotFound`], so nothing leaks its existence), or that the tool behind it

@@ -43,11 +43,13 @@ impl ClaimCtx<'_> {
         let Some(draft) = snap.draft else {
             return refuse(Error::NotFound);
         };
-        if !draft.is_intact() {
-            return refuse(Error::Tampered);
-        }
+        // The port first: a draft that is not the caller's must look absent even when it is
+        // damaged.
         if let Err(e) = self.port.admit(&draft) {
             return refuse(e);
+        }
+        if !draft.is_intact() {
+            return refuse(Error::Tampered);
         }
         let tool = match self.gate.policy.lookup(&draft.action) {
             Ok(t) => t,

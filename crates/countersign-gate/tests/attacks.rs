@@ -283,6 +283,70 @@ async fn a_rejected_draft_stays_rejected() {
     assert_eq!(w.calls(), 0);
 }
 
+/// A port that admits only the drafts of one principal, as the MCP layer's does.
+struct OwnDraftsOnly {
+    caller: Principal,
+    inner: CountingAction,
+}
+
+#[async_trait::async_trait]
+impl countersign_gate::ActionPort for OwnDraftsOnly {
+    async fn call(
+        &self,
+        call: countersign_gate::ActionCall,
+    ) -> Result<countersign_gate::ActionOutput, countersign_gate::ActionError> {
+        self.inner.call(call).await
+    }
+
+    fn admit(&self, draft: &Draft) -> Result<(), countersign_gate::Error> {
+        if draft.principal == self.caller {
+            Ok(())
+        } else {
+            Err(countersign_gate::Error::NotFound)
+        }
+    }
+}
+
+#[tokio::test]
+async fn someone_elses_damaged_draft_still_looks_absent() {
+    let w = world();
+    let d = w.draft(r#"{"title":"pay 10"}"#).await;
+    w.approve(&d).await;
+    let forged = String::from_utf8(d.canonical.clone())
+        .expect("utf-8")
+        .replace("pay 10", "pay 99");
+    rusqlite::Connection::open(&w.db)
+        .expect("open")
+        .execute(
+            "UPDATE gate_drafts SET canonical = ?1 WHERE id = ?2",
+            rusqlite::params![forged.as_bytes(), d.id.as_str()],
+        )
+        .expect("tamper");
+    let stranger = Principal {
+        tenant: Some("other".into()),
+        subject: Some("mallory".into()),
+        session: None,
+    };
+    // To a stranger, the same answer as for a draft id that was never proposed: nothing about
+    // this one leaks. To its owner, the truth.
+    for (caller, expected) in [
+        (stranger, "NOT_FOUND"),
+        (d.principal.clone(), "STORE_TAMPERED"),
+    ] {
+        let port = OwnDraftsOnly {
+            caller,
+            inner: CountingAction::default(),
+        };
+        let refused = w
+            .gate
+            .execute(d.id.as_str(), &d.revision.to_hex(), "op", &port)
+            .await
+            .expect_err("refused");
+        assert_eq!(refused.code(), expected);
+        assert_eq!(port.inner.calls.load(Ordering::SeqCst), 0);
+    }
+}
+
 #[tokio::test]
 async fn edited_canonical_bytes_are_refused_and_fail_audit_verify() {
     let w = world();
