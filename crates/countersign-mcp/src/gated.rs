@@ -342,6 +342,10 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         let current = listing.iter().find(|t| t.name == draft.action);
         match current.map(crate::tooldef::tool_digest) {
             Some(Ok(digest)) if digest == recorded => Ok(()),
+            // The same refusal a proposal of the tool as it is now would get.
+            Some(Err(Error::InvalidArgument { rule, message })) => {
+                Err(Refusal::InvalidArgument { rule, message })
+            }
             Some(Err(e)) => Err(Refusal::Upstream {
                 message: e.to_string(),
                 retryable: false,
