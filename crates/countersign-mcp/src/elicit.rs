@@ -214,9 +214,7 @@ impl Asked<'_> {
         if draft.action != tool.name {
             return Err(mismatch());
         }
-        if crate::status::recorded_tool(&draft)? != crate::tooldef::tool_digest(tool)? {
-            return Err(countersign_gate::Error::ToolChanged.into());
-        }
+        crate::status::check_tool(&draft, Some(tool))?;
         let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
             rule: "INVALID_JSON",
             message: e.to_string(),

@@ -77,6 +77,24 @@ impl Error {
         }
     }
 
+    /// The same refusal as a gate error, for a layer check the gate runs inside its own
+    /// transaction (`ActionPort::admit`): code, rule, message and retryability kept.
+    pub(crate) fn into_gate(self) -> countersign_gate::Error {
+        match self {
+            Error::Gate(e) => e,
+            Error::InvalidArgument { rule, message } => {
+                countersign_gate::Error::InvalidArgument { rule, message }
+            }
+            Error::Upstream { message, retryable } => {
+                countersign_gate::Error::Upstream { message, retryable }
+            }
+            other => countersign_gate::Error::Upstream {
+                retryable: other.retryable(),
+                message: other.to_string(),
+            },
+        }
+    }
+
     /// The tool result an agent sees for this error.
     pub fn to_result(&self) -> CallToolResult {
         let mut extra = Map::new();

@@ -325,33 +325,30 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
     }
 
     fn admit(&self, draft: &countersign_gate::Draft) -> countersign_gate::Result<()> {
-        use countersign_gate::Error as Refusal;
         if draft.principal != *self.principal {
-            return Err(Refusal::NotFound);
+            return Err(countersign_gate::Error::NotFound);
         }
         if !may_run(draft, self.policy) {
             return Ok(());
         }
-        // A definition that changed since the proposal voids the draft: what a person approved
-        // was a call of the old tool. That holds for a retry as much as a first run.
-        let listing = self.listing.as_ref().map_err(|e| Refusal::Upstream {
-            message: e.to_string(),
-            retryable: true,
-        })?;
-        let recorded = crate::status::recorded_tool(draft).map_err(|_| Refusal::Tampered)?;
-        let current = listing.iter().find(|t| t.name == draft.action);
-        match current.map(crate::tooldef::tool_digest) {
-            Some(Ok(digest)) if digest == recorded => Ok(()),
-            // The same refusal a proposal of the tool as it is now would get.
-            Some(Err(Error::InvalidArgument { rule, message })) => {
-                Err(Refusal::InvalidArgument { rule, message })
+        // A definition that changed since the proposal voids the draft. That holds for a retry
+        // as much as a first run.
+        let checked = match self.listing {
+            Ok(listing) => {
+                let current = listing.iter().find(|t| t.name == draft.action);
+                crate::status::check_tool(draft, current)
             }
-            Some(Err(e)) => Err(Refusal::Upstream {
-                message: e.to_string(),
-                retryable: false,
+            // Borrowed (the gate may ask again), so the failure is restated, not moved.
+            Err(Error::Upstream { message, retryable }) => Err(Error::Upstream {
+                message: message.clone(),
+                retryable: *retryable,
             }),
-            _ => Err(Refusal::ToolChanged),
-        }
+            Err(other) => Err(Error::Upstream {
+                message: other.to_string(),
+                retryable: other.retryable(),
+            }),
+        };
+        checked.map_err(Error::into_gate)
     }
 }
 

@@ -26,6 +26,21 @@ pub(crate) fn recorded_tool(draft: &Draft) -> Result<Digest> {
         .ok_or_else(|| countersign_gate::Error::Tampered.into())
 }
 
+/// Refuses with `STALE_REVISION` unless `current` is the definition the draft was proposed
+/// against: what a person approved was a call of that tool, not of whatever has its name now.
+///
+/// # Errors
+/// `STALE_REVISION` for a changed or missing tool; `STORE_TAMPERED` for a damaged envelope;
+/// `INVALID_ARGUMENT` (`TOOL_DEFINITION`) when the current definition cannot be canonicalized,
+/// as a proposal of it would be refused.
+pub(crate) fn check_tool(draft: &Draft, current: Option<&rmcp::model::Tool>) -> Result<()> {
+    let recorded = recorded_tool(draft)?;
+    match current {
+        Some(tool) if crate::tooldef::tool_digest(tool)? == recorded => Ok(()),
+        _ => Err(countersign_gate::Error::ToolChanged.into()),
+    }
+}
+
 pub(crate) async fn own_draft(
     core: &Countersign,
     id: &str,
