@@ -123,7 +123,11 @@ impl Gate {
         let keys = TxKeys {
             draft: Some(id.clone()),
             operation: Some(operation_id.to_owned()),
-            rate: Some(&window),
+            rate: if policy.has_rates() {
+                Some(&window)
+            } else {
+                None
+            },
         };
         let mut verdict = None;
         let mut step = |snap: Snapshot| {

@@ -186,9 +186,9 @@ impl Gate {
 
     /// Records a refusal that happened before any row was read.
     pub(crate) async fn audit_only(&self, event: AuditEvent) {
-        let mut event = Some(event);
+        // The same commit however often the store runs the step (it may retry).
         let mut step = |_: Snapshot| Commit {
-            audit: event.take().into_iter().collect(),
+            audit: vec![event.clone()],
             ..Commit::default()
         };
         if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
@@ -289,15 +289,12 @@ impl Gate {
             canonical,
             created_at: now,
         };
-        let mut once = Some((draft.clone(), record, event));
-        let mut step = |_: Snapshot| match once.take() {
-            Some((d, r, e)) => Commit {
-                draft: Some(d),
-                revision: Some(r),
-                audit: vec![e],
-                ..Commit::default()
-            },
-            None => Commit::default(),
+        // The same commit however often the store runs the step (it may retry).
+        let mut step = |_: Snapshot| Commit {
+            draft: Some(draft.clone()),
+            revision: Some(record.clone()),
+            audit: vec![event.clone()],
+            ..Commit::default()
         };
         self.commit(&TxKeys::default(), &mut step).await?;
         Ok(draft)

@@ -263,6 +263,16 @@ impl Policy {
         Self::from_toml(&text)
     }
 
+    /// Whether any tool has a rate ceiling. Without one, no transition needs to count runs,
+    /// which lets a store batch transitions (a count depends on a draft's action, known only
+    /// once the draft is read).
+    #[must_use]
+    pub fn has_rates(&self) -> bool {
+        self.exact.values().any(|p| p.rate.is_some())
+            || self.globs.iter().any(|e| e.policy.rate.is_some())
+            || self.fallback.as_ref().is_some_and(|p| p.rate.is_some())
+    }
+
     /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.
     ///
     /// # Errors

@@ -149,3 +149,14 @@ fn glob_semantics() {
     assert!(glob_match("*_*_*", "a_b_c"));
     assert!(!glob_match("*a*a*a*a*b", &"a".repeat(200)));
 }
+
+#[test]
+fn has_rates_sees_a_ceiling_wherever_it_is_set() {
+    assert!(Policy::from_toml(EXAMPLE).expect("valid").has_rates());
+    let none = "[tools.a]\nmode = \"approval\"\n[tools.\"b_*\"]\nmode = \"pass\"\n";
+    assert!(!Policy::from_toml(none).expect("valid").has_rates());
+    let glob = "[tools.\"b_*\"]\nrate = { max = 1, per = \"1m\" }\n";
+    assert!(Policy::from_toml(glob).expect("valid").has_rates());
+    let defaults = "[defaults]\nmode = \"approval\"\nrate = { max = 1, per = \"1m\" }\n";
+    assert!(Policy::from_toml(defaults).expect("valid").has_rates());
+}

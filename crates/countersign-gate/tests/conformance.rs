@@ -11,6 +11,56 @@ async fn memory_store_conforms() {
     run_all(|| async { Arc::new(MemoryStore::new()) as Arc<dyn GateStore> }).await;
 }
 
+/// A backend may run a transaction's step more than once (a PostgreSQL batch that rolls back
+/// runs each member again alone): every step the gate hands a store must give the same commit
+/// each time. This store runs each step twice on the same rows and writes only the second.
+#[derive(Debug, Default)]
+struct RunsEveryStepTwice(MemoryStore);
+
+#[async_trait::async_trait]
+impl GateStore for RunsEveryStepTwice {
+    async fn transact(
+        &self,
+        keys: &countersign_gate::store::TxKeys<'_>,
+        step: &mut countersign_gate::store::Step<'_>,
+    ) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
+        let mut twice = |snapshot: countersign_gate::store::Snapshot| {
+            drop(step(snapshot.clone()));
+            step(snapshot)
+        };
+        self.0.transact(keys, &mut twice).await
+    }
+    async fn draft(
+        &self,
+        id: &countersign_gate::DraftId,
+    ) -> countersign_gate::Result<Option<countersign_gate::Draft>> {
+        self.0.draft(id).await
+    }
+    async fn drafts(&self) -> countersign_gate::Result<Vec<countersign_gate::Draft>> {
+        self.0.drafts().await
+    }
+    async fn revisions(
+        &self,
+        id: &countersign_gate::DraftId,
+    ) -> countersign_gate::Result<Vec<countersign_gate::RevisionRecord>> {
+        self.0.revisions(id).await
+    }
+    async fn operation(
+        &self,
+        id: &str,
+    ) -> countersign_gate::Result<Option<countersign_gate::Operation>> {
+        self.0.operation(id).await
+    }
+    async fn audit(&self) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
+        self.0.audit().await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_step_gives_the_same_commit_when_run_again() {
+    run_all(|| async { Arc::new(RunsEveryStepTwice::default()) as Arc<dyn GateStore> }).await;
+}
+
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_store_conforms() {
@@ -33,6 +83,18 @@ async fn sqlite_store_conforms() {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_store_conforms() {
+    postgres_conforms(true).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_store_conforms_unbatched() {
+    postgres_conforms(false).await;
+}
+
+/// The suite on PostgreSQL, with transitions of different drafts sharing transactions or not.
+#[cfg(feature = "postgres")]
+async fn postgres_conforms(batched: bool) {
     let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
         eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
         return;
@@ -43,20 +105,24 @@ async fn postgres_store_conforms() {
         schemas.lock().expect("lock").push(schema.clone());
         let url = url.clone();
         async move {
-            Arc::new(
-                countersign_gate::store::postgres::PostgresStore::connect(&url, &schema)
-                    .await
-                    .expect("connect"),
-            ) as Arc<dyn GateStore>
+            let store = countersign_gate::store::postgres::PostgresStore::connect(&url, &schema)
+                .await
+                .expect("connect");
+            Arc::new(if batched { store } else { store.unbatched() }) as Arc<dyn GateStore>
         }
     })
     .await;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    let schemas = schemas.lock().expect("lock").clone();
+    drop_schemas(&url, &schemas).await;
+}
+
+#[cfg(feature = "postgres")]
+async fn drop_schemas(url: &str, schemas: &[String]) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connect");
     tokio::spawn(conn);
-    let schemas = schemas.lock().expect("lock").clone();
-    for s in &schemas {
+    for s in schemas {
         client
             .batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
             .await

@@ -7,8 +7,14 @@
 //! SQLite's write lock, and the decision code above them is the same — while transactions on
 //! different drafts run side by side. The one thing all of them share, the audit chain's tail,
 //! is appended inside the database under a lock of its own that is held only while the server
-//! works, never across a round trip to the client (see [`Sql::append`]). Tables live in a schema
-//! of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
+//! works, never across a round trip to the client (see [`Sql::append`]). Transitions of
+//! different drafts that arrive together share one transaction (see `batch`). Tables live in a
+//! schema of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
 
 use async_trait::async_trait;
 use countersign_canon::{Digest, Domain};
@@ -23,6 +29,14 @@ use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
+
+mod batch;
+
+/// Batches of at most this many transitions, at most this many in flight per store.
+const BATCH: batch::Limits = batch::Limits {
+    members: 16,
+    workers: 4,
+};
 
 /// Serializes appends to the audit chain and schema changes in one database ("cs_gate").
 const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
@@ -87,13 +101,19 @@ const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, le
                           error, attempts, started_at, finished_at";
 
 fn pg(e: impl std::fmt::Display + 'static) -> Error {
-    // tokio-postgres says only "db error" for an error the server reported; its message and
-    // SQLSTATE are in the source.
-    let server = (&e as &dyn std::any::Any)
-        .downcast_ref::<tokio_postgres::Error>()
-        .and_then(tokio_postgres::Error::as_db_error)
+    match (&e as &dyn std::any::Any).downcast_ref::<tokio_postgres::Error>() {
+        Some(e) => Error::StoreUnavailable(pg_text(e)),
+        None => Error::store(format!("postgres: {e}")),
+    }
+}
+
+/// The text of a store error for `e`. tokio-postgres says only "db error" for an error the
+/// server reported; its message and SQLSTATE are in the source.
+fn pg_text(e: &tokio_postgres::Error) -> String {
+    let server = e
+        .as_db_error()
         .map(|db| format!(" ({}: {})", db.code().code(), db.message()));
-    Error::store(format!("postgres: {e}{}", server.unwrap_or_default()))
+    format!("postgres: {e}{}", server.unwrap_or_default())
 }
 
 /// A gate store in a PostgreSQL schema.
@@ -101,7 +121,9 @@ fn pg(e: impl std::fmt::Display + 'static) -> Error {
 pub struct PostgresStore {
     pool: Pool,
     s: String,
-    sql: Sql,
+    sql: Arc<Sql>,
+    /// Where transitions wait to share a transaction; `None` when each runs alone.
+    batches: Option<Arc<batch::Queue>>,
 }
 
 /// The statements of a transition, written once with the schema in place. Each pooled
@@ -122,6 +144,9 @@ struct Sql {
     rate_add: String,
     append: String,
     durable: String,
+    lock_many: String,
+    drafts: String,
+    ops: String,
 }
 
 impl Sql {
@@ -181,6 +206,27 @@ impl Sql {
                  RETURNING seq, digest, body"
             ),
             durable: DURABLE.to_owned(),
+            // A batch's two-key locks in one statement, in one global order (class, then the
+            // id's hash), the order every transaction takes them in: a lone transition takes
+            // at most one of each class, draft before operation, so no two transactions can
+            // wait for each other in a circle. The sorted subquery feeds the aggregate row by
+            // row, so each lock is taken in that order.
+            lock_many: "SELECT count(pg_advisory_xact_lock(c, h)) FROM (
+                    SELECT DISTINCT c, hashtext(k) AS h FROM unnest($1::INT4[], $2::TEXT[]) AS u(c, k)
+                    ORDER BY c, h) AS s"
+                .to_owned(),
+            // One primary-key lookup per id. (`id = ANY($1)` is planned as a sequential scan
+            // while a table is small, and the connection keeps that plan as the table grows.
+            // A subquery with a LIMIT cannot be flattened into a join, so each id is always an
+            // index lookup.)
+            drafts: format!(
+                "SELECT r.* FROM unnest($1::TEXT[]) AS k(id) CROSS JOIN LATERAL (
+                    SELECT {DRAFT_COLUMNS} FROM {s}.gate_drafts WHERE id = k.id LIMIT 1) AS r"
+            ),
+            ops: format!(
+                "SELECT r.* FROM unnest($1::TEXT[]) AS k(id) CROSS JOIN LATERAL (
+                    SELECT {OP_COLUMNS} FROM {s}.gate_operations WHERE id = k.id LIMIT 1) AS r"
+            ),
         }
     }
 }
@@ -207,6 +253,9 @@ struct Statements {
     rate_add: tokio_postgres::Statement,
     append: tokio_postgres::Statement,
     durable: tokio_postgres::Statement,
+    lock_many: tokio_postgres::Statement,
+    drafts: tokio_postgres::Statement,
+    ops: tokio_postgres::Statement,
 }
 
 impl Statements {
@@ -224,6 +273,9 @@ impl Statements {
             rate_add: prepare(c, &q.rate_add).await?,
             append: prepare(c, &q.append).await?,
             durable: prepare(c, &q.durable).await?,
+            lock_many: prepare(c, &q.lock_many).await?,
+            drafts: prepare(c, &q.drafts).await?,
+            ops: prepare(c, &q.ops).await?,
         })
     }
 }
@@ -243,6 +295,15 @@ impl PostgresStore {
         let mut config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| Error::Config(format!("postgres url: {e}")))?;
+        // Every statement of a transition is prepared once per connection and then planned
+        // once: left to choose, PostgreSQL plans the chain's append and a batch's reads again on
+        // every call (their one-off plans look cheaper than the shared one), which was a fifth
+        // of its work under load. The shared plans are the index lookups they are written for.
+        let options = match config.get_options() {
+            Some(o) => format!("{o} -c plan_cache_mode=force_generic_plan"),
+            None => "-c plan_cache_mode=force_generic_plan".to_owned(),
+        };
+        config.options(&options);
         let timeout = std::time::Duration::from_secs(5);
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(timeout);
@@ -271,8 +332,28 @@ impl PostgresStore {
             .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         drop(client);
-        let sql = Sql::new(&s);
-        Ok(PostgresStore { pool, s, sql })
+        let sql = Arc::new(Sql::new(&s));
+        Ok(PostgresStore {
+            pool,
+            s,
+            sql,
+            batches: Some(Arc::new(batch::Queue::new(BATCH))),
+        })
+    }
+
+    /// Runs every transition in a transaction of its own instead of letting transitions of
+    /// different drafts that arrive together share one (see `batch`). For comparisons and for
+    /// a database whose every transaction must map to one gate decision.
+    #[must_use]
+    pub fn unbatched(mut self) -> Self {
+        self.batches = None;
+        self
+    }
+
+    /// The most transitions one shared transaction has held so far (0 when unbatched).
+    #[must_use]
+    pub fn largest_batch(&self) -> usize {
+        self.batches.as_ref().map_or(0, |b| b.largest())
     }
 }
 
@@ -429,12 +510,271 @@ impl Drop for OpenTx {
     }
 }
 
-#[async_trait]
-impl GateStore for PostgresStore {
-    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
-        let q = &self.sql;
+/// One statement sent on a transaction's connection: the rows it returned, if any.
+type Sent<'a> = Pin<
+    Box<
+        dyn Future<Output = std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>>
+            + Send
+            + 'a,
+    >,
+>;
+
+/// A commit's values in the types its statements bind.
+struct Bound<'c> {
+    commit: &'c Commit,
+    /// seq, revision, hidden, principal, state, detail.
+    draft: Option<(i64, String, String, String, &'static str, String)>,
+    /// seq, revision.
+    revision: Option<(i64, String)>,
+    /// fingerprint, revision, attempts.
+    operation: Option<(String, String, i64)>,
+}
+
+impl<'c> Bound<'c> {
+    fn new(commit: &'c Commit) -> Self {
+        Bound {
+            commit,
+            draft: commit.draft.as_ref().map(|d| {
+                let (state, detail) = state_to_row(&d.state);
+                (
+                    i64::from(d.seq),
+                    d.revision.to_hex(),
+                    hidden_to_row(&d.hidden),
+                    principal_to_row(&d.principal),
+                    state,
+                    detail,
+                )
+            }),
+            revision: commit
+                .revision
+                .as_ref()
+                .map(|r| (i64::from(r.seq), r.revision.to_hex())),
+            operation: commit.operation.as_ref().map(|op| {
+                (
+                    op.fingerprint.to_hex(),
+                    op.revision.to_hex(),
+                    i64::from(op.attempts),
+                )
+            }),
+        }
+    }
+}
+
+/// The row writes of one commit, to be sent in order. They touch only rows the transaction's
+/// own locks cover, so their order among themselves does not matter. `since` is the rate
+/// window the transaction read, if any: runs older than it never count again.
+fn writes<'a>(
+    tx: &'a tokio_postgres::Client,
+    st: &'a Statements,
+    b: &'a Bound<'a>,
+    since: Option<&'a i64>,
+    out: &mut Vec<Sent<'a>>,
+) {
+    let c = b.commit;
+    if let (Some(d), Some((seq, revision, hidden, principal, state, detail))) = (&c.draft, &b.draft)
+    {
+        out.push(Box::pin(async move {
+            tx.execute(
+                &st.upsert_draft,
+                &[
+                    &d.id.as_str(),
+                    &d.action,
+                    &d.risk,
+                    seq,
+                    revision,
+                    &d.canonical,
+                    hidden,
+                    principal,
+                    &d.created_at,
+                    &d.expires_at,
+                    state,
+                    detail,
+                ],
+            )
+            .await
+            .map(|_| Vec::new())
+        }));
+    }
+    if let (Some(r), Some((seq, revision))) = (&c.revision, &b.revision) {
+        out.push(Box::pin(async move {
+            tx.execute(
+                &st.revision,
+                &[
+                    &r.draft_id.as_str(),
+                    seq,
+                    revision,
+                    &r.canonical,
+                    &r.created_at,
+                ],
+            )
+            .await
+            .map(|_| Vec::new())
+        }));
+    }
+    if let (Some(op), Some((fingerprint, revision, attempts))) = (&c.operation, &b.operation) {
+        out.push(Box::pin(async move {
+            tx.execute(
+                &st.upsert_op,
+                &[
+                    &op.id,
+                    fingerprint,
+                    &op.draft_id.as_str(),
+                    revision,
+                    &op.status.as_str(),
+                    &op.owner,
+                    &op.lease_until,
+                    &op.result,
+                    &op.error,
+                    attempts,
+                    &op.started_at,
+                    &op.finished_at,
+                ],
+            )
+            .await
+            .map(|_| Vec::new())
+        }));
+    }
+    if let Some((tool, at)) = &c.rate_event {
+        if let Some(since) = since {
+            out.push(Box::pin(async move {
+                tx.execute(&st.rate_trim, &[tool, since])
+                    .await
+                    .map(|_| Vec::new())
+            }));
+        }
+        out.push(Box::pin(async move {
+            tx.execute(&st.rate_add, &[tool, at])
+                .await
+                .map(|_| Vec::new())
+        }));
+    }
+}
+
+/// The audit events of a transaction, split around the two values the server fills in.
+struct Chain {
+    unchained: Vec<Unchained>,
+}
+
+impl Chain {
+    fn new(events: impl IntoIterator<Item = crate::audit::AuditEvent>) -> Self {
+        Chain {
+            unchained: events.into_iter().map(Unchained::new).collect(),
+        }
+    }
+}
+
+/// After the writes: the chain's lock and append (when there is anything to append), the
+/// COMMIT, and behind it the durability wait (see [`BEGIN`]). The chain's lock comes after every
+/// write, so it is held only while the server appends and commits.
+fn seal_and_commit<'a>(
+    tx: &'a tokio_postgres::Client,
+    st: &'a Statements,
+    chain: &'a Chain,
+    out: &mut Vec<Sent<'a>>,
+) {
+    if !chain.unchained.is_empty() {
+        out.push(Box::pin(async move {
+            tx.execute(&st.lock, &[]).await.map(|_| Vec::new())
+        }));
+        out.push(Box::pin(async move {
+            let heads: Vec<&[u8]> = chain.unchained.iter().map(|u| u.head.as_slice()).collect();
+            let mids: Vec<&[u8]> = chain.unchained.iter().map(|u| u.mid.as_slice()).collect();
+            let tails: Vec<&[u8]> = chain.unchained.iter().map(|u| u.tail.as_slice()).collect();
+            let domain = Domain::Audit.as_str().as_bytes();
+            tx.query(&st.append, &[&domain, &heads, &mids, &tails])
+                .await
+        }));
+    }
+    out.push(Box::pin(async move {
+        tx.batch_execute("COMMIT").await.map(|()| Vec::new())
+    }));
+    out.push(Box::pin(async move {
+        tx.execute(&st.durable, &[]).await.map(|_| Vec::new())
+    }));
+}
+
+/// Polls every statement, each first in the order given, until all are done.
+///
+/// tokio-postgres sends a statement when its future is first polled, and the server runs a
+/// connection's statements in the order received: polling in order is what puts the writes
+/// before the chain's lock, the append after it and the COMMIT after everything. (A general
+/// join makes no promise about the order of first polls.)
+async fn in_order(
+    mut sent: Vec<Sent<'_>>,
+) -> Vec<std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>> {
+    let mut done: Vec<Option<_>> = sent.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, slot) in sent.iter_mut().zip(done.iter_mut()) {
+            if slot.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(r) => *slot = Some(r),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
+}
+
+/// How a transaction sent by [`seal_and_commit`] ended.
+enum Ended {
+    /// Committed and durable; the rows the append returned.
+    Committed(Vec<tokio_postgres::Row>),
+    /// The server refused a statement before the COMMIT, so the COMMIT rolled back: nothing
+    /// was written.
+    RolledBack(String),
+    /// Anything else: the COMMIT may or may not have happened (or may not be durable).
+    Unknown(String),
+}
+
+fn ended(
+    mut results: Vec<std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>>,
+    appended: bool,
+) -> Ended {
+    let (Some(durable), Some(commit)) = (results.pop(), results.pop()) else {
+        return Ended::Unknown("postgres: a transaction without its COMMIT".to_owned());
+    };
+    let first_error = results.iter().find_map(|r| r.as_ref().err());
+    match (first_error, commit, durable) {
+        (None, Ok(_), Ok(_)) => {
+            let rows = if appended {
+                results.pop().and_then(|r| r.ok()).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            Ended::Committed(rows)
+        }
+        // A statement the server refused aborts the transaction; the COMMIT then answers
+        // ROLLBACK without an error.
+        (Some(e), Ok(_), _)
+            if results.iter().all(|r| {
+                r.as_ref()
+                    .map_or_else(|e| e.as_db_error().is_some(), |_| true)
+            }) =>
+        {
+            Ended::RolledBack(pg_text(e))
+        }
+        (Some(e), _, _) => Ended::Unknown(pg_text(e)),
+        (None, Err(e), _) | (None, Ok(_), Err(e)) => Ended::Unknown(pg_text(&e)),
+    }
+}
+
+impl PostgresStore {
+    /// One transition in a transaction of its own.
+    async fn transact_alone(
+        &self,
+        keys: &TxKeys<'_>,
+        step: &mut Step<'_>,
+    ) -> Result<Vec<AuditRecord>> {
         let client = self.pool.get().await.map_err(pg)?;
-        let st = Statements::prepare(&client, q).await?;
+        let st = Statements::prepare(&client, &self.sql).await?;
         let open = OpenTx::new(client);
         let tx = open.client()?;
         // BEGIN, the locks and every read the decision needs go out in one round trip. The
@@ -500,150 +840,50 @@ impl GateStore for PostgresStore {
             }
             None => RateWindow::default(),
         };
-        let commit: Commit = step(Snapshot {
+        let mut commit: Commit = step(Snapshot {
             draft,
             operation,
             rate,
         });
 
-        let unchained: Vec<Unchained> = commit.audit.into_iter().map(Unchained::new).collect();
-        let heads: Vec<&[u8]> = unchained.iter().map(|u| u.head.as_slice()).collect();
-        let mids: Vec<&[u8]> = unchained.iter().map(|u| u.mid.as_slice()).collect();
-        let tails: Vec<&[u8]> = unchained.iter().map(|u| u.tail.as_slice()).collect();
-        let domain = Domain::Audit.as_str().as_bytes();
-        let draft_row = commit.draft.as_ref().map(|d| {
-            let (state, detail) = state_to_row(&d.state);
-            (
-                d,
-                i64::from(d.seq),
-                d.revision.to_hex(),
-                hidden_to_row(&d.hidden),
-                principal_to_row(&d.principal),
-                state,
-                detail,
-            )
-        });
-        let revision_row = commit
-            .revision
-            .as_ref()
-            .map(|r| (r, i64::from(r.seq), r.revision.to_hex()));
-        let op_row = commit.operation.as_ref().map(|op| {
-            (
-                op,
-                op.fingerprint.to_hex(),
-                op.revision.to_hex(),
-                i64::from(op.attempts),
-            )
-        });
         // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
-        // Each statement is a future of its own, so all of them are sent on the first poll, in
-        // the order written (a statement awaited behind another inside one future would go out
-        // only after the answer, behind the COMMIT). The writes touch rows this transaction's
-        // own locks cover, so their order does not matter; the chain's lock comes last, so it is
-        // held only while the server appends and commits. A failure aborts the transaction, the
-        // COMMIT sent behind it then only rolls back, and the error is returned (and `open`
-        // discards the connection).
-        let ((), (), (), (), (), (), appended, (), ()) = tokio::try_join!(
-            async {
-                let Some((d, seq, revision, hidden, principal, state, detail)) = &draft_row else {
-                    return Ok(());
-                };
-                tx.execute(
-                    &st.upsert_draft,
-                    &[
-                        &d.id.as_str(),
-                        &d.action,
-                        &d.risk,
-                        seq,
-                        revision,
-                        &d.canonical,
-                        hidden,
-                        principal,
-                        &d.created_at,
-                        &d.expires_at,
-                        state,
-                        detail,
-                    ],
-                )
-                .await
-                .map(drop)
-            },
-            async {
-                let Some((r, seq, revision)) = &revision_row else {
-                    return Ok(());
-                };
-                tx.execute(
-                    &st.revision,
-                    &[
-                        &r.draft_id.as_str(),
-                        seq,
-                        revision,
-                        &r.canonical,
-                        &r.created_at,
-                    ],
-                )
-                .await
-                .map(drop)
-            },
-            async {
-                let Some((op, fingerprint, revision, attempts)) = &op_row else {
-                    return Ok(());
-                };
-                tx.execute(
-                    &st.upsert_op,
-                    &[
-                        &op.id,
-                        fingerprint,
-                        &op.draft_id.as_str(),
-                        revision,
-                        &op.status.as_str(),
-                        &op.owner,
-                        &op.lease_until,
-                        &op.result,
-                        &op.error,
-                        attempts,
-                        &op.started_at,
-                        &op.finished_at,
-                    ],
-                )
-                .await
-                .map(drop)
-            },
-            async {
-                match (&commit.rate_event, &window) {
-                    // Runs older than the window never count again.
-                    (Some((tool, _)), Some((_, since))) => {
-                        tx.execute(&st.rate_trim, &[tool, since]).await.map(drop)
-                    }
-                    _ => Ok(()),
+        // A failure aborts the transaction, the COMMIT sent behind it then only rolls back, and
+        // the error is returned (and `open` discards the connection).
+        let chain = Chain::new(std::mem::take(&mut commit.audit));
+        let bound = Bound::new(&commit);
+        let mut sent = Vec::new();
+        writes(
+            tx,
+            &st,
+            &bound,
+            window.as_ref().map(|(_, since)| since),
+            &mut sent,
+        );
+        seal_and_commit(tx, &st, &chain, &mut sent);
+        match ended(in_order(sent).await, !chain.unchained.is_empty()) {
+            Ended::Committed(appended) => {
+                open.committed();
+                sealed(&chain.unchained, &appended)
+            }
+            Ended::RolledBack(e) | Ended::Unknown(e) => Err(Error::StoreUnavailable(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl GateStore for PostgresStore {
+    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
+        // A transition that counts a tool's runs reads a window that depends on its draft's
+        // action, known only after the read: it runs alone.
+        match &self.batches {
+            Some(batches) if keys.rate.is_none() => {
+                match batch::transact(batches, &self.pool, &self.sql, keys, step).await {
+                    batch::Outcome::Done(result) => result,
+                    batch::Outcome::Alone => self.transact_alone(keys, step).await,
                 }
-            },
-            async {
-                let Some((tool, at)) = &commit.rate_event else {
-                    return Ok(());
-                };
-                tx.execute(&st.rate_add, &[tool, at]).await.map(drop)
-            },
-            async {
-                if unchained.is_empty() {
-                    return Ok(());
-                }
-                tx.execute(&st.lock, &[]).await.map(drop)
-            },
-            async {
-                if unchained.is_empty() {
-                    return Ok(Vec::new());
-                }
-                tx.query(&st.append, &[&domain, &heads, &mids, &tails])
-                    .await
-            },
-            tx.batch_execute("COMMIT"),
-            // Behind the COMMIT, outside every lock: see [`BEGIN`].
-            async { tx.execute(&st.durable, &[]).await.map(drop) },
-        )
-        .map_err(pg)?;
-        open.committed();
-        sealed(&unchained, &appended)
+            }
+            _ => self.transact_alone(keys, step).await,
+        }
     }
 
     async fn draft(&self, id: &DraftId) -> Result<Option<Draft>> {

@@ -1,0 +1,183 @@
+//! Transitions of different drafts that arrive together share one PostgreSQL transaction; each
+//! still decides on rows nothing else changes, and a refused write costs the others a retry,
+//! never a result.
+#![cfg(feature = "postgres")]
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use countersign_gate::audit::verify;
+use countersign_gate::store::conformance::{CountingAction, ManualClock, propose};
+use countersign_gate::store::postgres::PostgresStore;
+use countersign_gate::store::{Commit, GateStore, Snapshot, TxKeys};
+use countersign_gate::{Channel, Gate, OpStatus, Policy};
+
+/// No tool with a rate ceiling, so every transition may share a transaction.
+const POLICY: &str = r#"
+[tools."publish_post"]
+mode = "approval"
+"#;
+
+const T0: i64 = 1_767_225_600_000;
+
+async fn store(url: &str) -> (Arc<PostgresStore>, String) {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let schema = format!("gate_batch_{}_{nanos:08x}", std::process::id());
+    let store = PostgresStore::connect(url, &schema).await.expect("connect");
+    (Arc::new(store), schema)
+}
+
+async fn drop_schema(url: &str, schema: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .expect("drop schema");
+}
+
+fn gate(store: Arc<PostgresStore>) -> Gate {
+    let policy = Policy::from_toml(POLICY).expect("policy");
+    Gate::new(store as Arc<dyn GateStore>, Arc::new(policy)).with_clock(ManualClock::at(T0))
+}
+
+/// 48 drafts proposed, approved and executed at once, and each of 8 of them executed a second
+/// time concurrently under the same operation id (the two must never share a batch): every
+/// draft runs exactly once, every operation succeeds, and the chain holds every record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_cycles_share_transactions_and_run_once_each() {
+    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+        return;
+    };
+    let (store, schema) = store(&url).await;
+    let g = Arc::new(gate(store.clone()));
+    let action = Arc::new(CountingAction::default());
+    let tasks: Vec<_> = (0..48)
+        .map(|i| {
+            let (g, action) = (g.clone(), action.clone());
+            tokio::spawn(async move {
+                let d = propose(&g, "publish_post", &format!(r#"{{"title":"post {i}"}}"#)).await;
+                let rev = d.revision.to_hex();
+                g.approve(d.id.as_str(), &rev, "tester", Channel::Cli)
+                    .await
+                    .expect("approve");
+                let op = format!("op-{i}");
+                if i % 6 == 0 {
+                    let (a, b) = tokio::join!(
+                        g.execute(d.id.as_str(), &rev, &op, action.as_ref()),
+                        g.execute(d.id.as_str(), &rev, &op, action.as_ref()),
+                    );
+                    // One runs; the other replays its result or finds it still running.
+                    let ran = [&a, &b]
+                        .iter()
+                        .filter(|r| r.as_ref().is_ok_and(|e| !e.replay))
+                        .count();
+                    assert_eq!(ran, 1, "exactly one of the two ran: {a:?} {b:?}");
+                    for r in [a, b] {
+                        if let Err(e) = r {
+                            assert_eq!(e.code(), "OPERATION_IN_PROGRESS");
+                        }
+                    }
+                } else {
+                    let run = g
+                        .execute(d.id.as_str(), &rev, &op, action.as_ref())
+                        .await
+                        .expect("execute");
+                    assert!(!run.replay);
+                }
+                op
+            })
+        })
+        .collect();
+    for t in tasks {
+        let op = t.await.expect("task");
+        let stored = store.operation(&op).await.expect("read").expect("op");
+        assert_eq!(stored.status, OpStatus::Succeeded);
+    }
+    assert_eq!(
+        action.calls.load(Ordering::SeqCst),
+        48,
+        "each draft ran once"
+    );
+    let records = store.audit().await.expect("audit");
+    verify(&records, None).expect("the chain holds");
+    let executes = records
+        .iter()
+        .filter(|r| String::from_utf8_lossy(&r.body).contains(r#""event":"execute""#))
+        .count();
+    assert!(executes >= 48, "every execute is audited ({executes})");
+    assert!(
+        store.largest_batch() > 1,
+        "48 concurrent cycles formed no batch of two"
+    );
+    drop_schema(&url, &schema).await;
+}
+
+/// A transition whose write the server refuses (here: a revision number the draft already
+/// has) races 31 proposals into the batches, ten rounds over. Whichever batch it lands in rolls
+/// back; every proposal then runs alone and lands, the bad transition fails alone with
+/// `STORE_UNAVAILABLE`, and nothing of it was written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_write_fails_only_its_own_transition() {
+    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+        return;
+    };
+    let (store, schema) = store(&url).await;
+    let g = Arc::new(gate(store.clone()));
+    for round in 0..10 {
+        let victim = propose(
+            &g,
+            "publish_post",
+            &format!(r#"{{"title":"first {round}"}}"#),
+        )
+        .await;
+        let existing = store
+            .revisions(&victim.id)
+            .await
+            .expect("read")
+            .pop()
+            .expect("one revision");
+        let start = Arc::new(tokio::sync::Barrier::new(32));
+        let mut tasks = Vec::new();
+        for i in 0..31 {
+            let (g, start) = (g.clone(), start.clone());
+            tasks.push(tokio::spawn(async move {
+                start.wait().await;
+                let args = format!(r#"{{"title":"other {round} {i}"}}"#);
+                propose(&g, "publish_post", &args).await.id
+            }));
+        }
+        let bad = {
+            let (store, start, id) = (store.clone(), start.clone(), victim.id.clone());
+            tokio::spawn(async move {
+                start.wait().await;
+                let keys = TxKeys {
+                    draft: Some(id),
+                    ..TxKeys::default()
+                };
+                let mut step = |_: Snapshot| Commit {
+                    revision: Some(existing.clone()),
+                    ..Commit::default()
+                };
+                store.transact(&keys, &mut step).await
+            })
+        };
+        for t in tasks {
+            let id = t.await.expect("task");
+            assert!(store.draft(&id).await.expect("read").is_some());
+        }
+        let err = bad.await.expect("task").expect_err("a duplicate revision");
+        assert_eq!(err.code(), "STORE_UNAVAILABLE");
+        assert_eq!(store.revisions(&victim.id).await.expect("read").len(), 1);
+    }
+    let records = store.audit().await.expect("audit");
+    verify(&records, None).expect("the chain holds");
+    assert_eq!(records.len(), 320, "one proposal record each, nothing else");
+    drop_schema(&url, &schema).await;
+}
