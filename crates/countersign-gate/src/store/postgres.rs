@@ -693,33 +693,32 @@ fn seal_and_commit<'a>(
     }));
 }
 
-/// Polls every statement, each first in the order given, until all are done.
+/// Sends every statement in the order given, then waits for each answer.
 ///
 /// tokio-postgres sends a statement when its future is first polled, and the server runs a
-/// connection's statements in the order received: polling in order is what puts the writes
-/// before the chain's lock, the append after it and the COMMIT after everything. (A general
-/// join makes no promise about the order of first polls.)
+/// connection's statements in the order received: polling once in order is what puts the
+/// writes before the chain's lock, the append after it and the COMMIT after everything. (A
+/// general join makes no promise about the order of first polls.) The answers come back in the
+/// same order, so they are then awaited one by one rather than polling every pending statement
+/// on every wake-up.
 async fn in_order(
     mut sent: Vec<Sent<'_>>,
 ) -> Vec<std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>> {
     let mut done: Vec<Option<_>> = sent.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
-        let mut pending = false;
         for (future, slot) in sent.iter_mut().zip(done.iter_mut()) {
-            if slot.is_none() {
-                match future.as_mut().poll(cx) {
-                    Poll::Ready(r) => *slot = Some(r),
-                    Poll::Pending => pending = true,
-                }
+            if let Poll::Ready(r) = future.as_mut().poll(cx) {
+                *slot = Some(r);
             }
         }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
+        Poll::Ready(())
     })
     .await;
+    for (future, slot) in sent.iter_mut().zip(done.iter_mut()) {
+        if slot.is_none() {
+            *slot = Some(future.await);
+        }
+    }
     done.into_iter().flatten().collect()
 }
 
