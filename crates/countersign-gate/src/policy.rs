@@ -181,6 +181,8 @@ pub struct Policy {
     /// Globs, most specific (longest) first; ties keep file (sorted) order.
     globs: Vec<Entry>,
     fallback: Option<ToolPolicy>,
+    /// Whether any of them has a rate ceiling (asked on every execute).
+    rated: bool,
 }
 
 impl Policy {
@@ -246,10 +248,16 @@ impl Policy {
         // Stable sort: among globs of one length the file's (sorted) order decides, so the
         // choice never depends on hashing or platform.
         globs.sort_by_key(|e| std::cmp::Reverse(e.pattern.chars().count()));
+        let rated = exact
+            .values()
+            .chain(globs.iter().map(|e| &e.policy))
+            .chain(&fallback)
+            .any(|p| p.rate.is_some());
         Ok(Policy {
             exact,
             globs,
             fallback,
+            rated,
         })
     }
 
@@ -268,9 +276,7 @@ impl Policy {
     /// once the draft is read).
     #[must_use]
     pub fn has_rates(&self) -> bool {
-        self.exact.values().any(|p| p.rate.is_some())
-            || self.globs.iter().any(|e| e.policy.rate.is_some())
-            || self.fallback.as_ref().is_some_and(|p| p.rate.is_some())
+        self.rated
     }
 
     /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.

@@ -253,9 +253,6 @@ struct Statements {
     rate_add: tokio_postgres::Statement,
     append: tokio_postgres::Statement,
     durable: tokio_postgres::Statement,
-    lock_many: tokio_postgres::Statement,
-    drafts: tokio_postgres::Statement,
-    ops: tokio_postgres::Statement,
 }
 
 impl Statements {
@@ -273,9 +270,6 @@ impl Statements {
             rate_add: prepare(c, &q.rate_add).await?,
             append: prepare(c, &q.append).await?,
             durable: prepare(c, &q.durable).await?,
-            lock_many: prepare(c, &q.lock_many).await?,
-            drafts: prepare(c, &q.drafts).await?,
-            ops: prepare(c, &q.ops).await?,
         })
     }
 }
@@ -650,36 +644,23 @@ fn writes<'a>(
     }
 }
 
-/// The audit events of a transaction, split around the two values the server fills in.
-struct Chain {
-    unchained: Vec<Unchained>,
-}
-
-impl Chain {
-    fn new(events: impl IntoIterator<Item = crate::audit::AuditEvent>) -> Self {
-        Chain {
-            unchained: events.into_iter().map(Unchained::new).collect(),
-        }
-    }
-}
-
 /// After the writes: the chain's lock and append (when there is anything to append), the
 /// COMMIT, and behind it the durability wait (see [`BEGIN`]). The chain's lock comes after every
 /// write, so it is held only while the server appends and commits.
 fn seal_and_commit<'a>(
     tx: &'a tokio_postgres::Client,
     st: &'a Statements,
-    chain: &'a Chain,
+    chain: &'a [Unchained],
     out: &mut Vec<Sent<'a>>,
 ) {
-    if !chain.unchained.is_empty() {
+    if !chain.is_empty() {
         out.push(Box::pin(async move {
             tx.execute(&st.lock, &[]).await.map(|_| Vec::new())
         }));
         out.push(Box::pin(async move {
-            let heads: Vec<&[u8]> = chain.unchained.iter().map(|u| u.head.as_slice()).collect();
-            let mids: Vec<&[u8]> = chain.unchained.iter().map(|u| u.mid.as_slice()).collect();
-            let tails: Vec<&[u8]> = chain.unchained.iter().map(|u| u.tail.as_slice()).collect();
+            let heads: Vec<&[u8]> = chain.iter().map(|u| u.head.as_slice()).collect();
+            let mids: Vec<&[u8]> = chain.iter().map(|u| u.mid.as_slice()).collect();
+            let tails: Vec<&[u8]> = chain.iter().map(|u| u.tail.as_slice()).collect();
             let domain = Domain::Audit.as_str().as_bytes();
             tx.query(&st.append, &[&domain, &heads, &mids, &tails])
                 .await
@@ -848,7 +829,10 @@ impl PostgresStore {
         // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
         // A failure aborts the transaction, the COMMIT sent behind it then only rolls back, and
         // the error is returned (and `open` discards the connection).
-        let chain = Chain::new(std::mem::take(&mut commit.audit));
+        let chain: Vec<Unchained> = std::mem::take(&mut commit.audit)
+            .into_iter()
+            .map(Unchained::new)
+            .collect();
         let bound = Bound::new(&commit);
         let mut sent = Vec::new();
         writes(
@@ -859,10 +843,10 @@ impl PostgresStore {
             &mut sent,
         );
         seal_and_commit(tx, &st, &chain, &mut sent);
-        match ended(in_order(sent).await, !chain.unchained.is_empty()) {
+        match ended(in_order(sent).await, !chain.is_empty()) {
             Ended::Committed(appended) => {
                 open.committed();
-                sealed(&chain.unchained, &appended)
+                sealed(&chain, &appended)
             }
             Ended::RolledBack(e) | Ended::Unknown(e) => Err(Error::StoreUnavailable(e)),
         }

@@ -24,10 +24,10 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::{
-    BEGIN, Bound, Chain, DRAFT_LOCK, Ended, OP_LOCK, OpenTx, Sql, Statements, draft_row, ended,
-    in_order, op_row, seal_and_commit, sealed, writes,
+    BEGIN, Bound, DRAFT_LOCK, Ended, OP_LOCK, OpenTx, Sql, Statements, draft_row, ended, in_order,
+    op_row, prepare, seal_and_commit, sealed, writes,
 };
-use crate::audit::AuditRecord;
+use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, Operation, RateWindow};
 use crate::store::{Commit, Snapshot, Step, TxKeys};
@@ -246,31 +246,38 @@ fn alone(members: Vec<Member>) {
     }
 }
 
-/// Two-key advisory locks of a batch: (class, id) pairs, as [`Sql::lock_many`] takes them.
-fn lock_keys(members: &[Member]) -> (Vec<i32>, Vec<&str>) {
-    let drafts = members
-        .iter()
-        .filter_map(|m| m.draft.as_ref())
-        .map(|d| (DRAFT_LOCK, d.as_str()));
-    let operations = members
-        .iter()
-        .filter_map(|m| m.operation.as_deref())
-        .map(|o| (OP_LOCK, o));
-    drafts.chain(operations).unzip()
+/// The statements only a batch sends, prepared on its connection (from its cache after the
+/// first use) so that a lone transition never looks them up.
+struct BatchStatements {
+    lock_many: tokio_postgres::Statement,
+    drafts: tokio_postgres::Statement,
+    ops: tokio_postgres::Statement,
+}
+
+impl BatchStatements {
+    async fn prepare(c: &deadpool_postgres::Client, q: &Sql) -> Result<Self> {
+        Ok(BatchStatements {
+            lock_many: prepare(c, &q.lock_many).await?,
+            drafts: prepare(c, &q.drafts).await?,
+            ops: prepare(c, &q.ops).await?,
+        })
+    }
 }
 
 async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let Ok(client) = pool.get().await else {
         return alone(members);
     };
-    let Ok(st) = Statements::prepare(&client, sql).await else {
+    let (Ok(st), Ok(bst)) = (
+        Statements::prepare(&client, sql).await,
+        BatchStatements::prepare(&client, sql).await,
+    ) else {
         return alone(members);
     };
     let open = OpenTx::new(client);
     let Ok(tx) = open.client() else {
         return alone(members);
     };
-    let (classes, ids) = lock_keys(&members);
     let draft_ids: Vec<&str> = members
         .iter()
         .filter_map(|m| m.draft.as_ref().map(DraftId::as_str))
@@ -279,13 +286,18 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
         .iter()
         .filter_map(|m| m.operation.as_deref())
         .collect();
+    // The two-key advisory locks, as (class, id) pairs.
+    let classes: Vec<i32> = std::iter::repeat_n(DRAFT_LOCK, draft_ids.len())
+        .chain(std::iter::repeat_n(OP_LOCK, op_ids.len()))
+        .collect();
+    let ids: Vec<&str> = draft_ids.iter().chain(&op_ids).copied().collect();
     // BEGIN, every lock (one statement, in the one global order), then the reads: one round
     // trip, sent in this order, so no row is read before its lock is held.
     let read = tokio::try_join!(
         tx.batch_execute(BEGIN),
-        async { tx.execute(&st.lock_many, &[&classes, &ids]).await },
-        async { tx.query(&st.drafts, &[&draft_ids]).await },
-        async { tx.query(&st.ops, &[&op_ids]).await },
+        async { tx.execute(&bst.lock_many, &[&classes, &ids]).await },
+        async { tx.query(&bst.drafts, &[&draft_ids]).await },
+        async { tx.query(&bst.ops, &[&op_ids]).await },
     );
     let Ok(((), _, draft_rows, op_rows)) = read else {
         return alone(members);
@@ -346,7 +358,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
         commits.push(commit);
         dones.push(done);
     }
-    let chain = Chain::new(events);
+    let chain: Vec<Unchained> = events.into_iter().map(Unchained::new).collect();
     let bound: Vec<Bound<'_>> = commits.iter().map(Bound::new).collect();
     let mut sent = Vec::new();
     for b in &bound {
@@ -354,10 +366,10 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     }
     seal_and_commit(tx, &st, &chain, &mut sent);
     let results = in_order(sent).await;
-    let answers: Vec<Done> = match ended(results, !chain.unchained.is_empty()) {
+    let answers: Vec<Done> = match ended(results, !chain.is_empty()) {
         Ended::Committed(appended) => {
             open.committed();
-            match sealed(&chain.unchained, &appended) {
+            match sealed(&chain, &appended) {
                 Ok(mut records) => counts
                     .iter()
                     .map(|&n| {
