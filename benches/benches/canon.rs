@@ -7,11 +7,9 @@ use std::hint::black_box;
 use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
-/// ~300 bytes: the arguments of a typical tool call.
-fn tool_arguments() -> Vec<u8> {
-    br#"{"title":"Quarterly report is out","body":"Revenue grew 12% on the quarter.\nFull numbers are in the attached sheet; questions to finance@example.com.","visibility":"public","tags":["finance","q3","report"],"schedule":{"at":"2026-12-01T09:00:00Z","timezone":"Europe/Paris"},"notify":true,"priority":2,"dry_run":false}"#
-        .to_vec()
-}
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::tool_arguments;
 
 /// ~4 KiB of prose in several scripts (already NFC, as real text almost always is).
 fn document_4k() -> Vec<u8> {

@@ -7,67 +7,14 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use countersign_canon::{Domain, Limits, Principal, Profile, canonicalize, digest};
-use countersign_gate::action::ActionFuture;
+use countersign_canon::{Limits, Profile, canonicalize};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, Channel, FnAction, Gate, MemoryStore, Policy, Proposal,
-    SqliteStore,
-};
+use countersign_gate::{Channel, FnAction, Gate, MemoryStore, SqliteStore};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
-const POLICY: &str = r#"
-[tools."publish_post"]
-mode = "approval"
-risk = "external_side_effect"
-fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
-"#;
-
-/// ≈1 KiB of post arguments: the shape of the demo tool.
-fn args_1k() -> Vec<u8> {
-    let body = "We shipped the new release today. It fixes the export bug reported last week, \
-                speeds up search by about a third, and adds keyboard shortcuts to the editor. \
-                Thanks to everyone who tested the preview builds and sent feedback.\r\n";
-    let args = serde_json::json!({
-        "title": "  Release 2.4 is   out ",
-        "body": body.repeat(4),
-        "visibility": "public",
-        "tags": ["release", "changelog", "editor"],
-        "notes": "coordinate with support before 10:00",
-    });
-    let bytes = serde_json::to_vec(&args).expect("json");
-    assert!((900..1300).contains(&bytes.len()), "{} bytes", bytes.len());
-    bytes
-}
-
-fn no_op(_call: ActionCall) -> ActionFuture {
-    Box::pin(async {
-        Ok::<_, ActionError>(ActionOutput {
-            content: serde_json::Value::Null,
-            structured: serde_json::Value::Null,
-        })
-    })
-}
-
-fn policy() -> Arc<Policy> {
-    Arc::new(Policy::from_toml(POLICY).expect("policy"))
-}
-
-fn proposal(args: &[u8]) -> Proposal<'_> {
-    Proposal {
-        action: "publish_post",
-        args,
-        tool: digest(Domain::Tool, br#"{"name":"publish_post"}"#),
-        principal: Principal::default(),
-    }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::{args_1k, no_op, policy, proposal, rt, sqlite_baseline, sqlite_insert_tx};
 
 fn propose(c: &mut Criterion) {
     let args = args_1k();
@@ -116,20 +63,9 @@ fn cycle(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
 
     // Baseline: one bare SQLite transaction writing the same bytes, same pragmas.
-    let conn = rusqlite::Connection::open(dir.path().join("baseline.db")).expect("open");
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .expect("wal");
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .expect("sync");
-    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
-        .expect("table");
+    let conn = sqlite_baseline(&dir.path().join("baseline.db"));
     group.bench_function("baseline_sqlite_one_insert_tx", |b| {
-        b.iter(|| {
-            conn.execute("BEGIN IMMEDIATE", []).expect("begin");
-            conn.execute("INSERT INTO t (body) VALUES (?1)", [&args])
-                .expect("insert");
-            conn.execute("COMMIT", []).expect("commit");
-        });
+        b.iter(|| sqlite_insert_tx(&conn, &args));
     });
 
     let run = |gate: &Gate, n: u64| {

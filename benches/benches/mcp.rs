@@ -19,67 +19,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use countersign_canon::Limits;
-use countersign_gate::action::ActionFuture;
-use countersign_gate::{ActionOutput, Channel, FnAction, Policy, Proposal, SqliteStore};
+use countersign_gate::{Channel, FnAction, Policy, Proposal, SqliteStore};
 use countersign_mcp::proxy::{Proxy, Upstream};
 use countersign_mcp::{Countersign, Gated, GuardedTransport, Options, serve_stdio};
 use countersign_replay::StoreUrl;
 use criterion::Criterion;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 
-struct Bench {
-    announce: bool,
-}
-
-impl ServerHandler for Bench {
-    fn get_info(&self) -> ServerConfig {
-        let tools = ServerCapabilities::builder().enable_tools();
-        ServerConfig::new(if self.announce {
-            tools.enable_tool_list_changed().build()
-        } else {
-            tools.build()
-        })
-    }
-
-    async fn list_tools(
-        &self,
-        _r: Option<PaginatedRequestParams>,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let schema = Arc::new(
-            json!({"type": "object", "properties": {"text": {"type": "string"}}})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        );
-        let mut echo = Tool::new("echo", "Echo the text.", schema.clone());
-        echo.annotations = Some(ToolAnnotations::new().read_only(true));
-        let write = Tool::new("write", "A write that does nothing.", schema);
-        Ok(ListToolsResult::with_all_items(vec![echo, write]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let text = request
-            .arguments
-            .as_ref()
-            .and_then(|a| a.get("text"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
-    }
-}
+#[path = "support/echo.rs"]
+mod echo;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use echo::Bench;
+use fixtures::no_op;
 
 fn role() -> Option<(String, Vec<String>)> {
     let args: Vec<String> = std::env::args().collect();
@@ -133,15 +89,6 @@ fn serve_role(role: &str, rest: &[String]) {
 }
 
 type Client = RunningService<RoleClient, ()>;
-
-fn no_op(_call: countersign_gate::ActionCall) -> ActionFuture {
-    Box::pin(async {
-        Ok(ActionOutput {
-            content: Value::Null,
-            structured: Value::Null,
-        })
-    })
-}
 
 async fn spawn(args: &[&str], home: &PathBuf) -> Client {
     let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("exe"));

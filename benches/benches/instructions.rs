@@ -1,0 +1,523 @@
+//! Instruction counts: the same paths the criterion benchmarks time, counted by valgrind
+//! instead of timed, each against its baseline counted in the same run.
+//!
+//! Wall-clock numbers on a shared two-core machine move by ±30 % from one quarter hour to the
+//! next, so a timed benchmark cannot tell CI that a change made a path slower. An instruction
+//! count can: it is the same for the same binary and input whatever else the machine is doing.
+//! `.ci/run` runs this benchmark and fails when a ratio rises above its ceiling.
+//!
+//! How a count is taken: the executable runs itself under `valgrind --tool=callgrind` as
+//! `--workload NAME --iters N`, once with a few warm-up iterations and once with more; the
+//! difference divided by the extra iterations is one iteration's count, with the set-up, the
+//! first-call work (lazy statics, SQLite's schema) and the process start cancelled out. Every
+//! workload runs on a one-thread tokio runtime, so the count does not depend on how threads
+//! happened to be scheduled. What valgrind counts is user-space instructions only: the
+//! kernel's share (syscalls, `fsync`, pipe hops) is not in these numbers, which is why the
+//! timed benchmarks stay the measure of latency. The ratios compare instructions *outside*
+//! SHA-256's block function, which valgrind runs as portable code rather than with the SHA
+//! extensions (see [`Counted`]); the SHA-256 share is printed beside them.
+//!
+//! Without valgrind on the machine the benchmark says it is skipped and exits 0.
+
+use std::hint::black_box;
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+
+use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
+use countersign_gate::{Channel, FnAction, Gate, MemoryStore, SqliteStore};
+use countersign_mcp::{Countersign, Gated, GuardedTransport};
+use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
+use countersign_token::danger;
+use hmac::{KeyInit, Mac};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+
+#[path = "support/echo.rs"]
+mod echo;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::{
+    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, no_op, policy, proposal, rt, secret_bytes,
+    sqlite_baseline, sqlite_insert_tx, tool_arguments,
+};
+
+/// One path, and what it is compared against.
+struct Check {
+    /// The workload counted.
+    name: &'static str,
+    /// The baseline workload counted in the same run.
+    baseline: &'static str,
+    /// The highest `name / baseline` ratio CI accepts: the ratio counted when the check was
+    /// written plus 15 %. The counts repeat to within 0.1 % for one build, so the room is for
+    /// compiler and dependency drift, not for a path doing more work.
+    ceiling: f64,
+    /// Whether SHA-256's block work counts on both sides: only where hashing is what the
+    /// baseline itself does (a bare HMAC is nothing else).
+    with_sha256: bool,
+    /// What the ratio says to a reader.
+    meaning: &'static str,
+}
+
+const CHECKS: &[Check] = &[
+    Check {
+        name: "canon_317B",
+        baseline: "serde_jcs_317B",
+        ceiling: 0.283,
+        with_sha256: false,
+        meaning: "canonicalize + digest (its SHA-256 blocks apart) against serde_json + serde_jcs",
+    },
+    Check {
+        name: "canon_317B",
+        baseline: "serde_json_317B",
+        ceiling: 0.895,
+        with_sha256: false,
+        meaning: "the same against a plain serde_json parse + serialize (no checks, no NFC, no digest)",
+    },
+    Check {
+        name: "token_verify",
+        baseline: "hmac_sha256_256B",
+        ceiling: 2.6,
+        with_sha256: true,
+        meaning: "token verify (parse, key lookup, binding digest, MAC) against one bare HMAC-SHA256",
+    },
+    Check {
+        name: "ledger_memory",
+        baseline: "mutex_hashmap_insert",
+        ceiling: 0.87,
+        with_sha256: false,
+        meaning: "memory replay ledger against a HashMap insert under a Mutex",
+    },
+    Check {
+        name: "gate_cycle_memory",
+        baseline: "canonicalize_1k",
+        ceiling: 14.4,
+        with_sha256: false,
+        meaning: "propose + approve + execute on the memory store against canonicalizing its arguments once",
+    },
+    Check {
+        name: "gate_cycle_sqlite",
+        baseline: "sqlite_one_insert_tx",
+        ceiling: 25.9,
+        with_sha256: false,
+        meaning: "propose + approve + execute on SQLite against one bare one-INSERT transaction",
+    },
+    Check {
+        name: "mcp_gated_pass_through",
+        baseline: "mcp_bare_call",
+        ceiling: 1.34,
+        with_sha256: false,
+        meaning: "a read-only call through the guard and the layer against the same call to the bare server",
+    },
+    Check {
+        name: "mcp_gated_execute",
+        baseline: "gate_cycle_sqlite",
+        ceiling: 3.32,
+        with_sha256: false,
+        meaning: "propose, approve and execute through the layer against the gate alone",
+    },
+];
+
+/// Iterations of the short and the long run; heavier workloads run fewer.
+fn iterations(workload: &str) -> (u64, u64) {
+    if workload.starts_with("gate_")
+        || workload.starts_with("mcp_")
+        || workload.starts_with("sqlite")
+    {
+        (20, 120)
+    } else {
+        (200, 2_200)
+    }
+}
+
+fn canon(iters: u64) {
+    let args = tool_arguments();
+    for _ in 0..iters {
+        let bytes = canonicalize(black_box(&args), Profile::CountersignV1, &Limits::DEFAULT)
+            .expect("valid");
+        black_box(digest(Domain::Args, &bytes));
+    }
+}
+
+fn serde_jcs(iters: u64) {
+    let args = tool_arguments();
+    for _ in 0..iters {
+        let v: serde_json::Value = serde_json::from_slice(black_box(&args)).expect("valid");
+        black_box(serde_jcs::to_vec(&v).expect("serializable"));
+    }
+}
+
+fn serde_json_round_trip(iters: u64) {
+    let args = tool_arguments();
+    for _ in 0..iters {
+        let v: serde_json::Value = serde_json::from_slice(black_box(&args)).expect("valid");
+        black_box(serde_json::to_vec(&v).expect("serializable"));
+    }
+}
+
+fn canonicalize_1k(iters: u64) {
+    let args = args_1k();
+    for _ in 0..iters {
+        black_box(
+            canonicalize(black_box(&args), Profile::CountersignV1, &Limits::DEFAULT)
+                .expect("valid"),
+        );
+    }
+}
+
+fn hmac_256(iters: u64) {
+    let bytes = args_256();
+    let key = secret_bytes();
+    for _ in 0..iters {
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(black_box(&key)).expect("key");
+        mac.update(black_box(&bytes));
+        black_box(mac.finalize().into_bytes());
+    }
+}
+
+fn token_verify(iters: u64) {
+    let tokens = Tokens::new();
+    let (binding, token) = (tokens.binding(), tokens.token());
+    for _ in 0..iters {
+        black_box(
+            danger::verify_without_consuming(
+                &tokens.verifier,
+                black_box(&token),
+                black_box(&binding),
+                NOW + 1,
+                Some(LEDGER),
+            )
+            .expect("valid"),
+        );
+    }
+}
+
+fn nonce(i: u64) -> [u8; 16] {
+    u128::from(i)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
+        .to_le_bytes()
+}
+
+fn mutex_hashmap(iters: u64) {
+    let map = std::sync::Mutex::new(std::collections::HashMap::<[u8; 16], i64>::new());
+    for i in 0..iters {
+        let fresh = map
+            .lock()
+            .expect("lock")
+            .insert(nonce(i), i64::MAX)
+            .is_none();
+        assert!(fresh);
+    }
+}
+
+fn ledger_memory(iters: u64) {
+    let rt = rt();
+    let ledger: Ledger = rt
+        .block_on(open_ledger(&StoreUrl::Memory, &OpenOptions::default()))
+        .expect("open");
+    let binding = countersign_canon::digest_framed(b"countersign/bench", b"binding");
+    let expires = countersign_replay::now_unix_ms() + 600_000;
+    rt.block_on(async {
+        for i in 0..iters {
+            let c = ledger.consume(&nonce(i), &binding, expires).await;
+            assert_eq!(c.expect("consume"), Consumption::Accepted);
+        }
+    });
+}
+
+fn gate_cycles(gate: &Gate, iters: u64) {
+    let args = args_1k();
+    let rt = rt();
+    rt.block_on(async {
+        for n in 0..iters {
+            let d = gate.propose(proposal(&args)).await.expect("propose");
+            let rev = d.revision.to_hex();
+            gate.approve(d.id.as_str(), &rev, "bench", Channel::Cli)
+                .await
+                .expect("approve");
+            black_box(
+                gate.execute(d.id.as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
+                    .await
+                    .expect("execute"),
+            );
+        }
+    });
+}
+
+fn gate_cycle_memory(iters: u64) {
+    gate_cycles(&Gate::new(Arc::new(MemoryStore::new()), policy()), iters);
+}
+
+fn gate_cycle_sqlite(iters: u64) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = SqliteStore::open(&dir.path().join("cycle.db")).expect("open");
+    gate_cycles(&Gate::new(Arc::new(store), policy()), iters);
+}
+
+fn sqlite_one_insert(iters: u64) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let args = args_1k();
+    let conn = sqlite_baseline(&dir.path().join("baseline.db"));
+    for _ in 0..iters {
+        sqlite_insert_tx(&conn, &args);
+    }
+}
+
+type Client = RunningService<RoleClient, ()>;
+
+/// The echo server over an in-memory pipe: bare, or behind the guard and the layer.
+async fn mcp_client(core: Option<Arc<Countersign>>) -> Client {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = echo::Bench { announce: false };
+    match core {
+        None => {
+            tokio::spawn(async move {
+                if let Ok(running) = server.serve(server_io).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+        Some(core) => {
+            let (read, write) = tokio::io::split(server_io);
+            let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
+            tokio::spawn(async move {
+                if let Ok(running) = Gated::new(server, core).serve(transport).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+    }
+    ().serve(client_io).await.expect("handshake")
+}
+
+fn text_args(tool: &str, text: &str) -> CallToolRequestParams {
+    let mut map = serde_json::Map::new();
+    map.insert("text".into(), text.into());
+    CallToolRequestParams::new(tool.to_owned()).with_arguments(map)
+}
+
+fn mcp_calls(gated: bool, iters: u64) {
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("tmp");
+    rt.block_on(async {
+        let core = gated.then(|| {
+            let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
+            Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"))
+        });
+        let client = mcp_client(core).await;
+        for _ in 0..iters {
+            let r = client
+                .call_tool(text_args("echo", "hello from the benchmark"))
+                .await
+                .expect("call");
+            assert_ne!(r.is_error, Some(true));
+        }
+        let _ = client.cancel().await;
+    });
+}
+
+fn mcp_gated_execute(iters: u64) {
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("tmp");
+    rt.block_on(async {
+        let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
+        let core = Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"));
+        let client = mcp_client(Some(core.clone())).await;
+        let text = PROSE.repeat(4);
+        for n in 0..iters {
+            let r = client
+                .call_tool(text_args("write", &text))
+                .await
+                .expect("propose");
+            let s = r.structured_content.expect("draft");
+            let (draft, revision) = (
+                s["draft_id"].as_str().expect("id").to_owned(),
+                s["revision"].as_str().expect("revision").to_owned(),
+            );
+            core.gate()
+                .approve(&draft, &revision, "bench", Channel::Cli)
+                .await
+                .expect("approve");
+            let mut map = serde_json::Map::new();
+            map.insert("draft_id".into(), draft.into());
+            map.insert("revision".into(), revision.into());
+            map.insert("operation_id".into(), format!("op-{n}").into());
+            let r = client
+                .call_tool(CallToolRequestParams::new("countersign_execute").with_arguments(map))
+                .await
+                .expect("execute");
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+        }
+        let _ = client.cancel().await;
+    });
+}
+
+fn run_workload(name: &str, iters: u64) -> bool {
+    match name {
+        "canon_317B" => canon(iters),
+        "serde_jcs_317B" => serde_jcs(iters),
+        "serde_json_317B" => serde_json_round_trip(iters),
+        "canonicalize_1k" => canonicalize_1k(iters),
+        "hmac_sha256_256B" => hmac_256(iters),
+        "token_verify" => token_verify(iters),
+        "mutex_hashmap_insert" => mutex_hashmap(iters),
+        "ledger_memory" => ledger_memory(iters),
+        "gate_cycle_memory" => gate_cycle_memory(iters),
+        "gate_cycle_sqlite" => gate_cycle_sqlite(iters),
+        "sqlite_one_insert_tx" => sqlite_one_insert(iters),
+        "mcp_bare_call" => mcp_calls(false, iters),
+        "mcp_gated_pass_through" => mcp_calls(true, iters),
+        "mcp_gated_execute" => mcp_gated_execute(iters),
+        _ => return false,
+    }
+    true
+}
+
+/// What valgrind counted for one run of a workload.
+#[derive(Clone, Copy)]
+struct Counted {
+    /// Every user-space instruction.
+    all: u64,
+    /// Those spent inside SHA-256's block function. Valgrind does not emulate the SHA
+    /// extensions, so `sha2` runs its portable code there (≈ 2,700 instructions a block against
+    /// a few hundred with SHA-NI): counted apart, or hashing would swamp every other change.
+    sha256: u64,
+}
+
+/// Runs `workload` with `iters` iterations under callgrind and reads its per-function counts.
+fn count(exe: &std::path::Path, workload: &str, iters: u64) -> Result<Counted, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let profile = dir.path().join("callgrind.out");
+    let out = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", profile.display()))
+        .arg(exe)
+        .args(["--workload", workload, "--iters", &iters.to_string()])
+        .env("RUST_LOG", "off")
+        .output()
+        .map_err(|e| format!("valgrind: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{workload} ({iters} iterations) failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let annotated = Command::new("callgrind_annotate")
+        .args(["--threshold=100", "--auto=no", "--inclusive=no"])
+        .arg(&profile)
+        .output()
+        .map_err(|e| format!("callgrind_annotate: {e}"))?;
+    let text = String::from_utf8_lossy(&annotated.stdout);
+    // Lines read "7,296,601 (24.71%)  FILE:FUNCTION [OBJECT]", one per function and source
+    // file its code came from (inlining), after one for the total.
+    let cost = |line: &str| -> Option<u64> {
+        line.split_whitespace()
+            .next()?
+            .replace(',', "")
+            .parse()
+            .ok()
+    };
+    let all = text
+        .lines()
+        .find(|l| l.contains("PROGRAM TOTALS"))
+        .and_then(cost)
+        .ok_or_else(|| {
+            format!("no total in callgrind_annotate's output for {workload}:\n{text}")
+        })?;
+    let sha256 = text
+        .lines()
+        .filter(|l| l.contains(":sha2::sha256::"))
+        .filter_map(cost)
+        .sum();
+    Ok(Counted { all, sha256 })
+}
+
+/// One iteration's counts: the long run minus the short one, over the extra iterations.
+fn per_iteration(exe: &std::path::Path, workload: &str) -> Result<(f64, f64), String> {
+    let (short, long) = iterations(workload);
+    let a = count(exe, workload, short)?;
+    let b = count(exe, workload, long)?;
+    let (rest_a, rest_b) = (a.all - a.sha256, b.all - b.sha256);
+    if rest_b <= rest_a {
+        return Err(format!(
+            "{workload}: {long} iterations counted no more than {short}"
+        ));
+    }
+    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
+    let per = |x: u64, y: u64| y.saturating_sub(x) as f64 / (long - short) as f64;
+    Ok((per(rest_a, rest_b), per(a.sha256, b.sha256)))
+}
+
+fn drive() -> ExitCode {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        println!("instructions: skipped: valgrind is not installed (nothing was counted)");
+        return ExitCode::SUCCESS;
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        eprintln!("instructions: cannot find this executable");
+        return ExitCode::FAILURE;
+    };
+    println!(
+        "instructions per iteration, user space (valgrind); SHA-256 block work counted apart\n"
+    );
+    let mut counted: Vec<(&str, (f64, f64))> = Vec::new();
+    let mut get = |name: &'static str| -> Result<(f64, f64), String> {
+        if let Some((_, n)) = counted.iter().find(|(w, _)| *w == name) {
+            return Ok(*n);
+        }
+        let (n, sha) = per_iteration(&exe, name)?;
+        println!("{name:<24} {n:>12.0}   + SHA-256 {sha:>10.0}");
+        counted.push((name, (n, sha)));
+        Ok((n, sha))
+    };
+    let mut failed = false;
+    let mut rows = Vec::new();
+    for check in CHECKS {
+        let (n, base) = match (get(check.name), get(check.baseline)) {
+            (Ok(n), Ok(base)) if check.with_sha256 => (n.0 + n.1, base.0 + base.1),
+            (Ok(n), Ok(base)) => (n.0, base.0),
+            (Err(e), _) | (_, Err(e)) => {
+                eprintln!("instructions: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let ratio = n / base;
+        let ok = ratio <= check.ceiling;
+        failed |= !ok;
+        rows.push(format!(
+            "{:<24} / {:<22} {ratio:>7.3}  (ceiling {:>6.3}) {}  {}",
+            check.name,
+            check.baseline,
+            check.ceiling,
+            if ok { "ok  " } else { "OVER" },
+            check.meaning
+        ));
+    }
+    println!();
+    for row in rows {
+        println!("{row}");
+    }
+    if failed {
+        println!("\ninstructions: a ratio is above its ceiling: a path got more expensive");
+        return ExitCode::FAILURE;
+    }
+    println!("\ninstructions: every ratio within its ceiling");
+    ExitCode::SUCCESS
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--workload") {
+        let (Some(name), Some(iters)) = (args.get(2), args.get(4).and_then(|n| n.parse().ok()))
+        else {
+            eprintln!("usage: instructions --workload NAME --iters N");
+            return ExitCode::from(2);
+        };
+        if !run_workload(name, iters) {
+            eprintln!("unknown workload {name}");
+            return ExitCode::from(2);
+        }
+        return ExitCode::SUCCESS;
+    }
+    drive()
+}

@@ -1,0 +1,174 @@
+//! Inputs and set-ups shared by the timed benchmarks and the instruction counts, so a timed
+//! number and a counted one are always about the same bytes and the same store settings.
+//! Each benchmark executable compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use countersign_canon::{Domain, Limits, Principal, Profile, digest};
+use countersign_gate::action::ActionFuture;
+use countersign_gate::{ActionCall, ActionError, ActionOutput, Policy, Proposal};
+use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
+
+/// The demo tool's policy: approval, and the fields a person sees shaped.
+pub(crate) const POLICY: &str = r#"
+[tools."publish_post"]
+mode = "approval"
+risk = "external_side_effect"
+fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
+"#;
+
+/// A paragraph of a post; four of them make ≈ 1 KiB.
+pub(crate) const PROSE: &str = "We shipped the new release today. It fixes the export bug reported last \
+                         week, speeds up search by about a third, and adds keyboard shortcuts to \
+                         the editor. Thanks to everyone who tested the preview builds and sent \
+                         feedback.\r\n";
+
+/// ≈ 1 KiB of post arguments: the shape of the demo tool.
+pub(crate) fn args_1k() -> Vec<u8> {
+    let args = serde_json::json!({
+        "title": "  Release 2.4 is   out ",
+        "body": PROSE.repeat(4),
+        "visibility": "public",
+        "tags": ["release", "changelog", "editor"],
+        "notes": "coordinate with support before 10:00",
+    });
+    let bytes = serde_json::to_vec(&args).expect("json");
+    assert!((900..1300).contains(&bytes.len()), "{} bytes", bytes.len());
+    bytes
+}
+
+/// The demo policy, parsed.
+pub(crate) fn policy() -> Arc<Policy> {
+    Arc::new(Policy::from_toml(POLICY).expect("policy"))
+}
+
+/// A `publish_post` proposal of `args`.
+pub(crate) fn proposal(args: &[u8]) -> Proposal<'_> {
+    Proposal {
+        action: "publish_post",
+        args,
+        tool: digest(Domain::Tool, br#"{"name":"publish_post"}"#),
+        principal: Principal::default(),
+    }
+}
+
+/// An action that does nothing, so a cycle measures the gate and not the action.
+pub(crate) fn no_op(_call: ActionCall) -> ActionFuture {
+    Box::pin(async {
+        Ok::<_, ActionError>(ActionOutput {
+            content: serde_json::Value::Null,
+            structured: serde_json::Value::Null,
+        })
+    })
+}
+
+/// A one-thread runtime: what the gate benchmarks and every instruction count run on.
+pub(crate) fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The gate cycle's baseline: a SQLite file with the store's pragmas (WAL,
+/// `synchronous=NORMAL`) and one table to insert into.
+pub(crate) fn sqlite_baseline(path: &Path) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(path).expect("open");
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .expect("wal");
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .expect("sync");
+    conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, body BLOB NOT NULL)")
+        .expect("table");
+    conn
+}
+
+/// One bare transaction inserting `body`: the least a durable gate transition costs.
+pub(crate) fn sqlite_insert_tx(conn: &rusqlite::Connection, body: &[u8]) {
+    conn.execute("BEGIN IMMEDIATE", []).expect("begin");
+    conn.execute("INSERT INTO t (body) VALUES (?1)", [body])
+        .expect("insert");
+    conn.execute("COMMIT", []).expect("commit");
+}
+
+/// The token benchmarks' clock: tokens are minted at this second and verified one later.
+pub(crate) const NOW: i64 = 1_764_547_200;
+
+/// The token benchmarks' key, as hex.
+pub(crate) const SECRET: &str = "8f3c2a91d4e5b6a7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5";
+
+/// [`SECRET`] as key bytes, for the bare HMAC baseline.
+pub(crate) fn secret_bytes() -> Vec<u8> {
+    (0..SECRET.len() / 2)
+        .map(|i| u8::from_str_radix(&SECRET[2 * i..2 * i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// 256 bytes: the arguments of a typical tool call, as the token benchmarks bind them.
+pub(crate) fn args_256() -> Vec<u8> {
+    let mut text = String::from(
+        r#"{"title":"Quarterly report is out","visibility":"public","tags":["finance","q3"],"notify":true,"priority":2,"body":""#,
+    );
+    while text.len() < 256 - 2 {
+        text.push('x');
+    }
+    text.push_str(r#""}"#);
+    assert_eq!(text.len(), 256);
+    text.into_bytes()
+}
+
+/// The ledger id the token benchmarks' tokens name.
+pub(crate) const LEDGER: &str = "ledger-bench";
+
+/// What the token benchmarks sign and check: [`args_256`] parsed, a principal, and a signer
+/// and verifier over one key.
+pub(crate) struct Tokens {
+    pub(crate) args: countersign_canon::Value,
+    pub(crate) principal: Principal,
+    pub(crate) signer: Signer,
+    pub(crate) verifier: Verifier,
+}
+
+impl Tokens {
+    pub(crate) fn new() -> Self {
+        let bytes = args_256();
+        let ring = Arc::new(Keyring::from_secret(SECRET).expect("secret"));
+        Tokens {
+            args: countersign_canon::parse(&bytes, Profile::CountersignV1, &Limits::DEFAULT)
+                .expect("valid arguments"),
+            principal: Principal {
+                tenant: Some("acme".into()),
+                subject: Some("alice".into()),
+                session: None,
+            },
+            signer: Signer::new(ring.clone(), TokenConfig::new()).expect("signer"),
+            verifier: Verifier::new(ring, TokenConfig::new()).expect("verifier"),
+        }
+    }
+
+    /// The binding of a `publish_post` call of these arguments by this principal.
+    pub(crate) fn binding(&self) -> Binding<'_> {
+        Binding {
+            tool: "publish_post",
+            risk: RiskClass::ExternalSideEffect,
+            args: &self.args,
+            principal: &self.principal,
+        }
+    }
+
+    /// A token for [`Tokens::binding`], minted at [`NOW`] for [`LEDGER`].
+    pub(crate) fn token(&self) -> String {
+        self.signer
+            .mint(&self.binding(), NOW, Some(LEDGER))
+            .expect("mint")
+            .token
+    }
+}
+
+/// ~300 bytes: the arguments of a typical tool call, as the canonicalization benchmarks read them.
+pub(crate) fn tool_arguments() -> Vec<u8> {
+    br#"{"title":"Quarterly report is out","body":"Revenue grew 12% on the quarter.\nFull numbers are in the attached sheet; questions to finance@example.com.","visibility":"public","tags":["finance","q3","report"],"schedule":{"at":"2026-12-01T09:00:00Z","timezone":"Europe/Paris"},"notify":true,"priority":2,"dry_run":false}"#
+        .to_vec()
+}
