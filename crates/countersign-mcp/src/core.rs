@@ -19,7 +19,7 @@ use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, refusal};
-use crate::tooldef::{Marking, is_read_only, tool_digest};
+use crate::tooldef::{Marking, ToolDigests, is_read_only};
 
 /// How one tool's calls are handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +63,8 @@ pub struct Countersign {
     limits: Limits,
     /// How long a call waits for the person's answer to an elicitation.
     elicitation_timeout: Duration,
+    /// The digests of the tool definitions seen last.
+    tool_digests: ToolDigests,
 }
 
 /// How long a call waits for a person to answer an approval asked inside the host.
@@ -87,6 +89,7 @@ impl Countersign {
             confirm,
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            tool_digests: ToolDigests::default(),
         })
     }
 
@@ -109,6 +112,7 @@ impl Countersign {
             confirm,
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
+            tool_digests: ToolDigests::default(),
         })
     }
 
@@ -143,6 +147,11 @@ impl Countersign {
     /// The gate.
     pub fn gate(&self) -> &Gate {
         &self.gate
+    }
+
+    /// The digests of the tool definitions seen last.
+    pub(crate) fn tool_digests(&self) -> &ToolDigests {
+        &self.tool_digests
     }
 
     /// The confirm-mode machinery, when configured.
@@ -217,7 +226,7 @@ impl Countersign {
             .propose(Proposal {
                 action: &tool.name,
                 args: &bytes,
-                tool: tool_digest(tool)?,
+                tool: self.tool_digests.digest(tool)?,
                 principal,
             })
             .await?)

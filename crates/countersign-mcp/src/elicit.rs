@@ -214,7 +214,7 @@ impl Asked<'_> {
         if draft.action != tool.name {
             return Err(mismatch());
         }
-        crate::status::check_tool(&draft, Some(tool))?;
+        crate::status::check_tool(&draft, Some(tool), self.core.tool_digests())?;
         let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
             rule: "INVALID_JSON",
             message: e.to_string(),

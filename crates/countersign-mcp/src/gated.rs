@@ -25,7 +25,7 @@ use crate::elicit::Next;
 use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
-use crate::tooldef::decorate;
+use crate::tooldef::{ToolDigests, decorate};
 use crate::tools;
 
 /// A server handler with the gate in front of its tools.
@@ -298,6 +298,7 @@ impl<H: ServerHandler> Gated<H> {
             principal,
             listing: &listing,
             policy: gate.policy(),
+            digests: self.core.tool_digests(),
         };
         let execution = gate
             .execute(draft_id, revision, operation_id, &port)
@@ -313,6 +314,7 @@ struct Admitting<'a, H> {
     principal: &'a Principal,
     listing: &'a Result<Vec<Tool>>,
     policy: &'a countersign_gate::Policy,
+    digests: &'a ToolDigests,
 }
 
 #[async_trait::async_trait]
@@ -336,7 +338,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         let checked = match self.listing {
             Ok(listing) => {
                 let current = listing.iter().find(|t| t.name == draft.action);
-                crate::status::check_tool(draft, current)
+                crate::status::check_tool(draft, current, self.digests)
             }
             // Borrowed (the gate may ask again), so the failure is restated, not moved.
             Err(Error::Upstream { message, retryable }) => Err(Error::Upstream {

@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::core::{Countersign, envelope_text};
 use crate::error::{Error, Result};
+use crate::tooldef::ToolDigests;
 use crate::tools;
 
 /// The `tool` digest recorded in the draft's envelope.
@@ -33,10 +34,14 @@ pub(crate) fn recorded_tool(draft: &Draft) -> Result<Digest> {
 /// `STALE_REVISION` for a changed or missing tool; `STORE_TAMPERED` for a damaged envelope;
 /// `INVALID_ARGUMENT` (`TOOL_DEFINITION`) when the current definition cannot be canonicalized,
 /// as a proposal of it would be refused.
-pub(crate) fn check_tool(draft: &Draft, current: Option<&rmcp::model::Tool>) -> Result<()> {
+pub(crate) fn check_tool(
+    draft: &Draft,
+    current: Option<&rmcp::model::Tool>,
+    digests: &ToolDigests,
+) -> Result<()> {
     let recorded = recorded_tool(draft)?;
     match current {
-        Some(tool) if crate::tooldef::tool_digest(tool)? == recorded => Ok(()),
+        Some(tool) if digests.digest(tool)? == recorded => Ok(()),
         _ => Err(countersign_gate::Error::ToolChanged.into()),
     }
 }

@@ -6,6 +6,9 @@
 //! over. The listing marks gated tools so an agent (and the person watching it) can tell before
 //! calling that a call will wait for approval.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use countersign_canon::{Digest, Domain, Limits, Profile, Value, digest};
 use rmcp::model::{JsonObject, Tool};
 use serde_json::json;
@@ -38,6 +41,48 @@ pub fn tool_digest(tool: &Tool) -> Result<Digest> {
     )
     .map_err(|e| invalid_definition(&e.to_string()))?;
     Ok(digest(Domain::Tool, &value.to_canonical_bytes()))
+}
+
+/// How many definitions [`ToolDigests`] keeps before it starts over: far more tools than any
+/// one server offers, so the bound matters only against an upstream that renames its tools
+/// on every listing.
+const REMEMBERED_TOOLS: usize = 1024;
+
+/// The digests of the definitions seen last, one per tool name.
+///
+/// Every gated call binds to or checks its tool's digest, and a definition is rebuilt as JSON,
+/// canonicalized and hashed for it: on a server answering many calls of a handful of tools,
+/// the same few definitions over and over (≈ a tenth of an HTTP replica's instructions). A
+/// remembered digest is used only when the whole definition equals the one it was computed
+/// from — every field, not only those the digest covers — so a definition that changed in any
+/// way is hashed afresh and a draft bound to the old one still fails as stale.
+#[derive(Debug, Default)]
+pub struct ToolDigests {
+    seen: Mutex<HashMap<String, (Tool, Digest)>>,
+}
+
+impl ToolDigests {
+    /// The `countersign/v1/tool` digest of `tool`, as [`tool_digest`] computes it.
+    ///
+    /// # Errors
+    /// As [`tool_digest`].
+    pub fn digest(&self, tool: &Tool) -> Result<Digest> {
+        if let Ok(seen) = self.seen.lock()
+            && let Some((known, digest)) = seen.get(tool.name.as_ref())
+            && known == tool
+        {
+            return Ok(*digest);
+        }
+        let digest = tool_digest(tool)?;
+        // A poisoned lock only costs the memo: the digest is computed every time.
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.len() >= REMEMBERED_TOOLS && !seen.contains_key(tool.name.as_ref()) {
+                seen.clear();
+            }
+            seen.insert(tool.name.to_string(), (tool.clone(), digest));
+        }
+        Ok(digest)
+    }
 }
 
 fn invalid_definition(message: &str) -> Error {
@@ -127,6 +172,53 @@ fn with_confirm_properties(schema: &JsonObject) -> JsonObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remembered_digest_is_used_only_for_the_same_definition() {
+        let digests = ToolDigests::default();
+        let first = tool("Write a file.");
+        assert_eq!(
+            digests.digest(&first).expect("digest"),
+            tool_digest(&first).expect("digest")
+        );
+        // Any change is hashed afresh, whether the digest covers the field or not.
+        let reworded = tool("Write a file!");
+        assert_eq!(
+            digests.digest(&reworded).expect("digest"),
+            tool_digest(&reworded).expect("digest")
+        );
+        assert_ne!(
+            digests.digest(&reworded).expect("digest"),
+            digests.digest(&first).expect("digest")
+        );
+        let mut titled = first.clone();
+        titled.title = Some("Writer".into());
+        assert_eq!(
+            digests.digest(&titled).expect("digest"),
+            tool_digest(&titled).expect("digest")
+        );
+        let mut schema = (*first.input_schema).clone();
+        schema.insert("required".into(), json!(["path"]));
+        let mut stricter = first.clone();
+        stricter.input_schema = std::sync::Arc::new(schema);
+        let fresh = tool_digest(&stricter).expect("digest");
+        assert_ne!(fresh, tool_digest(&first).expect("digest"));
+        assert_eq!(digests.digest(&stricter).expect("digest"), fresh);
+    }
+
+    #[test]
+    fn more_tools_than_remembered_still_digest_correctly() {
+        let digests = ToolDigests::default();
+        for i in 0..REMEMBERED_TOOLS + 10 {
+            let mut t = tool("Write a file.");
+            t.name = format!("tool_{i}").into();
+            assert_eq!(
+                digests.digest(&t).expect("digest"),
+                tool_digest(&t).expect("digest")
+            );
+        }
+        assert!(digests.seen.lock().expect("lock").len() <= REMEMBERED_TOOLS);
+    }
 
     fn tool(description: &str) -> Tool {
         let schema = json!({"type":"object","properties":{"path":{"type":"string"}}});
