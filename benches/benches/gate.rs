@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use countersign_canon::{Limits, Profile, canonicalize};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Channel, FnAction, Gate, MemoryStore, SqliteStore};
+use countersign_gate::{Gate, MemoryStore, SqliteStore};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/fixtures.rs"]
 mod fixtures;
-use fixtures::{args_1k, no_op, policy, proposal, rt, sqlite_baseline, sqlite_insert_tx};
+use fixtures::{args_1k, gated_cycle, policy, proposal, rt, sqlite_baseline, sqlite_insert_tx};
 
 fn propose(c: &mut Criterion) {
     let args = args_1k();
@@ -68,18 +68,7 @@ fn cycle(c: &mut Criterion) {
         b.iter(|| sqlite_insert_tx(&conn, &args));
     });
 
-    let run = |gate: &Gate, n: u64| {
-        rt.block_on(async {
-            let d = gate.propose(proposal(&args)).await.expect("propose");
-            let rev = d.revision.to_hex();
-            gate.approve(d.id.as_str(), &rev, "bench", Channel::Cli)
-                .await
-                .expect("approve");
-            gate.execute(d.id.as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
-                .await
-                .expect("execute")
-        })
-    };
+    let run = |gate: &Gate, n: u64| rt.block_on(gated_cycle(gate, &args, n));
     let memory = Gate::new(Arc::new(MemoryStore::new()), policy());
     let mut n = 0u64;
     group.bench_function("memory", |b| {

@@ -24,22 +24,20 @@ use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
 use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
-use countersign_gate::{Channel, FnAction, Gate, MemoryStore, SqliteStore};
-use countersign_mcp::{Countersign, Gated, GuardedTransport};
+use countersign_gate::{Channel, Gate, MemoryStore, SqliteStore};
+use countersign_mcp::Countersign;
 use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
 use countersign_token::danger;
 use hmac::{KeyInit, Mac};
-use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
 
 #[path = "support/echo.rs"]
 mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 use fixtures::{
-    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, no_op, policy, proposal, rt, secret_bytes,
-    sqlite_baseline, sqlite_insert_tx, tool_arguments,
+    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy, rt,
+    secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
 };
 
 /// One path, and what it is compared against.
@@ -118,16 +116,92 @@ const CHECKS: &[Check] = &[
     },
 ];
 
-/// Iterations of the short and the long run; heavier workloads run fewer.
-fn iterations(workload: &str) -> (u64, u64) {
-    if workload.starts_with("gate_")
-        || workload.starts_with("mcp_")
-        || workload.starts_with("sqlite")
-    {
-        (20, 120)
-    } else {
-        (200, 2_200)
-    }
+/// A path that can be counted: its name, what runs it, and the iterations of its short and
+/// long run (heavier paths run fewer).
+struct Workload {
+    name: &'static str,
+    run: fn(u64),
+    iterations: (u64, u64),
+}
+
+const LIGHT: (u64, u64) = (200, 2_200);
+const HEAVY: (u64, u64) = (20, 120);
+
+const WORKLOADS: &[Workload] = &[
+    Workload {
+        name: "canon_317B",
+        run: canon,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "serde_jcs_317B",
+        run: serde_jcs,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "serde_json_317B",
+        run: serde_json_round_trip,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "canonicalize_1k",
+        run: canonicalize_1k,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "hmac_sha256_256B",
+        run: hmac_256,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "token_verify",
+        run: token_verify,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "mutex_hashmap_insert",
+        run: mutex_hashmap,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "ledger_memory",
+        run: ledger_memory,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "gate_cycle_memory",
+        run: gate_cycle_memory,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "gate_cycle_sqlite",
+        run: gate_cycle_sqlite,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "sqlite_one_insert_tx",
+        run: sqlite_one_insert,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "mcp_bare_call",
+        run: mcp_bare_call,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "mcp_gated_pass_through",
+        run: mcp_gated_pass_through,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "mcp_gated_execute",
+        run: mcp_gated_execute,
+        iterations: HEAVY,
+    },
+];
+
+fn workload(name: &str) -> Option<&'static Workload> {
+    WORKLOADS.iter().find(|w| w.name == name)
 }
 
 fn canon(iters: u64) {
@@ -192,19 +266,13 @@ fn token_verify(iters: u64) {
     }
 }
 
-fn nonce(i: u64) -> [u8; 16] {
-    u128::from(i)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)
-        .to_le_bytes()
-}
-
 fn mutex_hashmap(iters: u64) {
     let map = std::sync::Mutex::new(std::collections::HashMap::<[u8; 16], i64>::new());
     for i in 0..iters {
         let fresh = map
             .lock()
             .expect("lock")
-            .insert(nonce(i), i64::MAX)
+            .insert(nonce(0, i), i64::MAX)
             .is_none();
         assert!(fresh);
     }
@@ -215,11 +283,11 @@ fn ledger_memory(iters: u64) {
     let ledger: Ledger = rt
         .block_on(open_ledger(&StoreUrl::Memory, &OpenOptions::default()))
         .expect("open");
-    let binding = countersign_canon::digest_framed(b"countersign/bench", b"binding");
+    let binding = ledger_binding();
     let expires = countersign_replay::now_unix_ms() + 600_000;
     rt.block_on(async {
         for i in 0..iters {
-            let c = ledger.consume(&nonce(i), &binding, expires).await;
+            let c = ledger.consume(&nonce(0, i), &binding, expires).await;
             assert_eq!(c.expect("consume"), Consumption::Accepted);
         }
     });
@@ -227,19 +295,9 @@ fn ledger_memory(iters: u64) {
 
 fn gate_cycles(gate: &Gate, iters: u64) {
     let args = args_1k();
-    let rt = rt();
-    rt.block_on(async {
+    rt().block_on(async {
         for n in 0..iters {
-            let d = gate.propose(proposal(&args)).await.expect("propose");
-            let rev = d.revision.to_hex();
-            gate.approve(d.id.as_str(), &rev, "bench", Channel::Cli)
-                .await
-                .expect("approve");
-            black_box(
-                gate.execute(d.id.as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
-                    .await
-                    .expect("execute"),
-            );
+            black_box(gated_cycle(gate, &args, n).await);
         }
     });
 }
@@ -263,33 +321,6 @@ fn sqlite_one_insert(iters: u64) {
     }
 }
 
-type Client = RunningService<RoleClient, ()>;
-
-/// The echo server over an in-memory pipe: bare, or behind the guard and the layer.
-async fn mcp_client(core: Option<Arc<Countersign>>) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(1 << 16);
-    let server = echo::Bench { announce: false };
-    match core {
-        None => {
-            tokio::spawn(async move {
-                if let Ok(running) = server.serve(server_io).await {
-                    let _ = running.waiting().await;
-                }
-            });
-        }
-        Some(core) => {
-            let (read, write) = tokio::io::split(server_io);
-            let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
-            tokio::spawn(async move {
-                if let Ok(running) = Gated::new(server, core).serve(transport).await {
-                    let _ = running.waiting().await;
-                }
-            });
-        }
-    }
-    ().serve(client_io).await.expect("handshake")
-}
-
 fn text_args(tool: &str, text: &str) -> CallToolRequestParams {
     let mut map = serde_json::Map::new();
     map.insert("text".into(), text.into());
@@ -304,7 +335,7 @@ fn mcp_calls(gated: bool, iters: u64) {
             let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
             Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"))
         });
-        let client = mcp_client(core).await;
+        let client = echo::in_process(core).await;
         for _ in 0..iters {
             let r = client
                 .call_tool(text_args("echo", "hello from the benchmark"))
@@ -316,13 +347,21 @@ fn mcp_calls(gated: bool, iters: u64) {
     });
 }
 
+fn mcp_bare_call(iters: u64) {
+    mcp_calls(false, iters);
+}
+
+fn mcp_gated_pass_through(iters: u64) {
+    mcp_calls(true, iters);
+}
+
 fn mcp_gated_execute(iters: u64) {
     let rt = rt();
     let dir = tempfile::tempdir().expect("tmp");
     rt.block_on(async {
         let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
         let core = Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"));
-        let client = mcp_client(Some(core.clone())).await;
+        let client = echo::in_process(Some(core.clone())).await;
         let text = PROSE.repeat(4);
         for n in 0..iters {
             let r = client
@@ -350,27 +389,6 @@ fn mcp_gated_execute(iters: u64) {
         }
         let _ = client.cancel().await;
     });
-}
-
-fn run_workload(name: &str, iters: u64) -> bool {
-    match name {
-        "canon_317B" => canon(iters),
-        "serde_jcs_317B" => serde_jcs(iters),
-        "serde_json_317B" => serde_json_round_trip(iters),
-        "canonicalize_1k" => canonicalize_1k(iters),
-        "hmac_sha256_256B" => hmac_256(iters),
-        "token_verify" => token_verify(iters),
-        "mutex_hashmap_insert" => mutex_hashmap(iters),
-        "ledger_memory" => ledger_memory(iters),
-        "gate_cycle_memory" => gate_cycle_memory(iters),
-        "gate_cycle_sqlite" => gate_cycle_sqlite(iters),
-        "sqlite_one_insert_tx" => sqlite_one_insert(iters),
-        "mcp_bare_call" => mcp_calls(false, iters),
-        "mcp_gated_pass_through" => mcp_calls(true, iters),
-        "mcp_gated_execute" => mcp_gated_execute(iters),
-        _ => return false,
-    }
-    true
 }
 
 /// What valgrind counted for one run of a workload.
@@ -433,8 +451,9 @@ fn count(exe: &std::path::Path, workload: &str, iters: u64) -> Result<Counted, S
 }
 
 /// One iteration's counts: the long run minus the short one, over the extra iterations.
-fn per_iteration(exe: &std::path::Path, workload: &str) -> Result<(f64, f64), String> {
-    let (short, long) = iterations(workload);
+fn per_iteration(exe: &std::path::Path, workload: &Workload) -> Result<(f64, f64), String> {
+    let (short, long) = workload.iterations;
+    let workload = workload.name;
     let a = count(exe, workload, short)?;
     let b = count(exe, workload, long)?;
     let (rest_a, rest_b) = (a.all - a.sha256, b.all - b.sha256);
@@ -465,7 +484,8 @@ fn drive() -> ExitCode {
         if let Some((_, n)) = counted.iter().find(|(w, _)| *w == name) {
             return Ok(*n);
         }
-        let (n, sha) = per_iteration(&exe, name)?;
+        let w = workload(name).ok_or_else(|| format!("no workload {name}"))?;
+        let (n, sha) = per_iteration(&exe, w)?;
         println!("{name:<24} {n:>12.0}   + SHA-256 {sha:>10.0}");
         counted.push((name, (n, sha)));
         Ok((n, sha))
@@ -513,10 +533,11 @@ fn main() -> ExitCode {
             eprintln!("usage: instructions --workload NAME --iters N");
             return ExitCode::from(2);
         };
-        if !run_workload(name, iters) {
+        let Some(w) = workload(name) else {
             eprintln!("unknown workload {name}");
             return ExitCode::from(2);
-        }
+        };
+        (w.run)(iters);
         return ExitCode::SUCCESS;
     }
     drive()

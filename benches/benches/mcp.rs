@@ -18,15 +18,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use countersign_canon::Limits;
 use countersign_gate::{Channel, FnAction, Policy, Proposal, SqliteStore};
 use countersign_mcp::proxy::{Proxy, Upstream};
-use countersign_mcp::{Countersign, Gated, GuardedTransport, Options, serve_stdio};
+use countersign_mcp::{Countersign, Gated, Options, serve_stdio};
 use countersign_replay::StoreUrl;
 use criterion::Criterion;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
-use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 
@@ -34,7 +32,7 @@ use serde_json::json;
 mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
-use echo::Bench;
+use echo::{Bench, Client, in_process};
 use fixtures::no_op;
 
 fn role() -> Option<(String, Vec<String>)> {
@@ -88,8 +86,6 @@ fn serve_role(role: &str, rest: &[String]) {
     });
 }
 
-type Client = RunningService<RoleClient, ()>;
-
 async fn spawn(args: &[&str], home: &PathBuf) -> Client {
     let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("exe"));
     cmd.args(args)
@@ -99,34 +95,6 @@ async fn spawn(args: &[&str], home: &PathBuf) -> Client {
     ().serve(TokioChildProcess::new(cmd).expect("spawn"))
         .await
         .expect("handshake")
-}
-
-/// A server in this process over an in-memory pipe: `Bench` as is, or behind the guard and the
-/// layer. No process hop, so the difference is what the layer itself costs.
-async fn in_process(core: Option<Arc<Countersign>>) -> Client {
-    let (server_io, client_io) = tokio::io::duplex(1 << 16);
-    match core {
-        None => {
-            tokio::spawn(async move {
-                if let Ok(running) = (Bench { announce: false }).serve(server_io).await {
-                    let _ = running.waiting().await;
-                }
-            });
-        }
-        Some(core) => {
-            let (read, write) = tokio::io::split(server_io);
-            let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
-            tokio::spawn(async move {
-                if let Ok(running) = Gated::new(Bench { announce: false }, core)
-                    .serve(transport)
-                    .await
-                {
-                    let _ = running.waiting().await;
-                }
-            });
-        }
-    }
-    ().serve(client_io).await.expect("handshake")
 }
 
 /// What a run times once its `write` is proposed and approved, untimed.

@@ -9,16 +9,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use countersign_replay::{Consumption, Digest, Ledger, OpenOptions, StoreUrl, open_ledger};
+use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
 use criterion::{
     BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main, measurement::WallTime,
 };
 
-const CONCURRENCY: u64 = 16;
+#[path = "support/fixtures.rs"]
+mod fixtures;
+use fixtures::{ledger_binding, nonce};
 
-fn nonce(base: u128, i: u64) -> [u8; 16] {
-    (base ^ u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)).to_le_bytes()
-}
+const CONCURRENCY: u64 = 16;
 
 fn random_u128() -> u128 {
     u128::from_le_bytes(countersign_replay::conformance::nonce())
@@ -26,10 +26,6 @@ fn random_u128() -> u128 {
 
 fn far_expiry() -> i64 {
     countersign_replay::now_unix_ms() + 600_000
-}
-
-fn binding() -> Digest {
-    countersign_canon::digest_framed(b"countersign/bench", b"binding")
 }
 
 fn runtime(threads: usize) -> tokio::runtime::Runtime {
@@ -61,7 +57,7 @@ async fn ledger_run(ledger: &Ledger, iters: u64, tasks: u64) -> Duration {
         .map(|t| {
             let ledger = ledger.clone();
             tokio::spawn(async move {
-                let b = binding();
+                let b = ledger_binding();
                 let mut i = t;
                 while i < iters {
                     expect_accepted(ledger.consume(&nonce(base, i), &b, exp).await);
@@ -125,7 +121,7 @@ fn memory(c: &mut Criterion) {
                                 .build()
                                 .expect("runtime");
                             rt.block_on(async {
-                                let b = binding();
+                                let b = ledger_binding();
                                 let mut i = t;
                                 while i < iters {
                                     expect_accepted(ledger.consume(&nonce(base, i), &b, exp).await);
@@ -156,7 +152,7 @@ fn sqlite(c: &mut Criterion) {
             .expect("schema");
             let base = random_u128();
             let exp = far_expiry();
-            let b = binding();
+            let b = ledger_binding();
             let start = Instant::now();
             for i in 0..iters {
                 let mut stmt = conn
@@ -214,7 +210,7 @@ fn redis(c: &mut Criterion) {
                             let mut conn = conn.clone();
                             let prefix = prefix.clone();
                             tokio::spawn(async move {
-                                let b = binding();
+                                let b = ledger_binding();
                                 let mut i = t;
                                 while i < iters {
                                     let key = format!(
@@ -324,7 +320,7 @@ fn postgres(c: &mut Criterion) {
                                 let insert = insert.clone();
                                 tokio::spawn(async move {
                                     let stmt = client.prepare(&insert).await.expect("prepare");
-                                    let b = binding();
+                                    let b = ledger_binding();
                                     let bytes: &[u8] = b.as_bytes();
                                     let mut i = t;
                                     while i < iters {

@@ -4,11 +4,14 @@
 
 use std::sync::Arc;
 
+use countersign_canon::Limits;
+use countersign_mcp::{Countersign, Gated, GuardedTransport};
+use rmcp::ServiceExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 
@@ -57,4 +60,33 @@ impl ServerHandler for Bench {
             .to_owned();
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
     }
+}
+
+/// An MCP client session.
+pub(crate) type Client = RunningService<RoleClient, ()>;
+
+/// `Bench` in this process over an in-memory pipe: as is, or behind the guard and the layer.
+/// No process hop, so the difference is what the layer itself costs.
+pub(crate) async fn in_process(core: Option<Arc<Countersign>>) -> Client {
+    let (server_io, client_io) = tokio::io::duplex(1 << 16);
+    let server = Bench { announce: false };
+    match core {
+        None => {
+            tokio::spawn(async move {
+                if let Ok(running) = server.serve(server_io).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+        Some(core) => {
+            let (read, write) = tokio::io::split(server_io);
+            let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
+            tokio::spawn(async move {
+                if let Ok(running) = Gated::new(server, core).serve(transport).await {
+                    let _ = running.waiting().await;
+                }
+            });
+        }
+    }
+    ().serve(client_io).await.expect("handshake")
 }

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use countersign_canon::{Domain, Limits, Principal, Profile, digest};
 use countersign_gate::action::ActionFuture;
-use countersign_gate::{ActionCall, ActionError, ActionOutput, Policy, Proposal};
+use countersign_gate::{
+    ActionCall, ActionError, ActionOutput, Channel, Execution, FnAction, Gate, Policy, Proposal,
+};
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
 
 /// The demo tool's policy: approval, and the fields a person sees shaped.
@@ -64,6 +66,19 @@ pub(crate) fn no_op(_call: ActionCall) -> ActionFuture {
     })
 }
 
+/// One gated cycle on `gate`: propose `args`, approve the revision as a person would, execute
+/// it once under operation `op-N` with the no-op action.
+pub(crate) async fn gated_cycle(gate: &Gate, args: &[u8], n: u64) -> Execution {
+    let d = gate.propose(proposal(args)).await.expect("propose");
+    let rev = d.revision.to_hex();
+    gate.approve(d.id.as_str(), &rev, "bench", Channel::Cli)
+        .await
+        .expect("approve");
+    gate.execute(d.id.as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
+        .await
+        .expect("execute")
+}
+
 /// A one-thread runtime: what the gate benchmarks and every instruction count run on.
 pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -101,9 +116,7 @@ pub(crate) const SECRET: &str = "8f3c2a91d4e5b6a7c8d9e0f1a2b3c4d5e6f708192a3b4c5
 
 /// [`SECRET`] as key bytes, for the bare HMAC baseline.
 pub(crate) fn secret_bytes() -> Vec<u8> {
-    (0..SECRET.len() / 2)
-        .map(|i| u8::from_str_radix(&SECRET[2 * i..2 * i + 2], 16).expect("hex"))
-        .collect()
+    hex::decode(SECRET).expect("hex")
 }
 
 /// 256 bytes: the arguments of a typical tool call, as the token benchmarks bind them.
@@ -171,4 +184,14 @@ impl Tokens {
 pub(crate) fn tool_arguments() -> Vec<u8> {
     br#"{"title":"Quarterly report is out","body":"Revenue grew 12% on the quarter.\nFull numbers are in the attached sheet; questions to finance@example.com.","visibility":"public","tags":["finance","q3","report"],"schedule":{"at":"2026-12-01T09:00:00Z","timezone":"Europe/Paris"},"notify":true,"priority":2,"dry_run":false}"#
         .to_vec()
+}
+
+/// The `i`-th of a run of distinct replay-ledger nonces (`base` keeps runs apart).
+pub(crate) fn nonce(base: u128, i: u64) -> [u8; 16] {
+    (base ^ u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835)).to_le_bytes()
+}
+
+/// The binding every replay-ledger benchmark consumes its nonces under.
+pub(crate) fn ledger_binding() -> countersign_canon::Digest {
+    countersign_canon::digest_framed(b"countersign/bench", b"binding")
 }

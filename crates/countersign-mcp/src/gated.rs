@@ -25,7 +25,7 @@ use crate::elicit::Next;
 use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
-use crate::tooldef::{ToolDigests, decorate};
+use crate::tooldef::decorate;
 use crate::tools;
 
 /// A server handler with the gate in front of its tools.
@@ -297,8 +297,7 @@ impl<H: ServerHandler> Gated<H> {
             port: HandlerPort::new(self.inner.clone(), context),
             principal,
             listing: &listing,
-            policy: gate.policy(),
-            digests: self.core.tool_digests(),
+            core: &self.core,
         };
         let execution = gate
             .execute(draft_id, revision, operation_id, &port)
@@ -313,8 +312,7 @@ struct Admitting<'a, H> {
     port: HandlerPort<H>,
     principal: &'a Principal,
     listing: &'a Result<Vec<Tool>>,
-    policy: &'a countersign_gate::Policy,
-    digests: &'a ToolDigests,
+    core: &'a Countersign,
 }
 
 #[async_trait::async_trait]
@@ -330,7 +328,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         if draft.principal != *self.principal {
             return Err(countersign_gate::Error::NotFound);
         }
-        if !may_run(draft, self.policy) {
+        if !may_run(draft, self.core.gate().policy()) {
             return Ok(());
         }
         // A definition that changed since the proposal voids the draft. That holds for a retry
@@ -338,7 +336,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         let checked = match self.listing {
             Ok(listing) => {
                 let current = listing.iter().find(|t| t.name == draft.action);
-                crate::status::check_tool(draft, current, self.digests)
+                crate::status::check_tool(draft, current, self.core.tool_digests())
             }
             // Borrowed (the gate may ask again), so the failure is restated, not moved.
             Err(Error::Upstream { message, retryable }) => Err(Error::Upstream {

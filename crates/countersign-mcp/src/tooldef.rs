@@ -197,6 +197,16 @@ mod tests {
             digests.digest(&titled).expect("digest"),
             tool_digest(&titled).expect("digest")
         );
+        // The title is not in the digest, so only the memo shows it was not taken as a hit.
+        assert_eq!(
+            digests
+                .seen
+                .lock()
+                .expect("lock")
+                .get("write_file")
+                .map(|(t, _)| t),
+            Some(&titled)
+        );
         let mut schema = (*first.input_schema).clone();
         schema.insert("required".into(), json!(["path"]));
         let mut stricter = first.clone();
