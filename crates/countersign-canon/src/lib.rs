@@ -7,6 +7,7 @@
 //! manifest a person reads before approving. It does no I/O.
 #![forbid(unsafe_code)]
 
+mod check;
 mod digest;
 mod envelope;
 mod error;
@@ -101,4 +102,33 @@ pub fn canonicalize(input: &[u8], profile: Profile, limits: &Limits) -> Result<V
     let mut sink = stream::CanonicalSink::with_capacity(input.len());
     parse::run(input, profile, limits, &mut sink)?;
     Ok(sink.finish())
+}
+
+/// Judges `input` exactly as [`parse`] does — the same first error, code and offset — without
+/// building the value: for callers that need only the verdict.
+///
+/// # Errors
+///
+/// As [`parse`].
+pub fn check(input: &[u8], profile: Profile, limits: &Limits) -> Result<(), Error> {
+    let mut sink = check::CheckSink::new(None);
+    parse::run(input, profile, limits, &mut sink)
+}
+
+/// Judges `input` as [`check`] does and returns the string its top-level member `name` holds:
+/// `None` when `input` is not an object, has no member `name`, or that member holds no string.
+/// The string is as [`parse`] would give it (NFC under [`Profile::CountersignV1`]).
+///
+/// # Errors
+///
+/// As [`parse`]: a member is read only from a text that passes every rule.
+pub fn top_level_string(
+    input: &[u8],
+    name: &str,
+    profile: Profile,
+    limits: &Limits,
+) -> Result<Option<String>, Error> {
+    let mut sink = check::CheckSink::new(Some(name));
+    parse::run(input, profile, limits, &mut sink)?;
+    Ok(sink.finish().map(std::borrow::Cow::into_owned))
 }

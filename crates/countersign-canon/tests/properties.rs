@@ -1,6 +1,8 @@
 //! Property tests: the canonical form is a function of the value, not of its spelling.
 
-use countersign_canon::{Limits, Object, Profile, Value, canonicalize, nfc, parse};
+use countersign_canon::{
+    Limits, Object, Profile, Value, canonicalize, check, nfc, parse, top_level_string,
+};
 use proptest::prelude::*;
 use unicode_normalization::UnicodeNormalization;
 
@@ -244,7 +246,7 @@ proptest! {
     }
 
     #[test]
-    fn streaming_and_tree_paths_agree(
+    fn streaming_judging_and_tree_paths_agree(
         v in value(),
         seed in 1u64..,
         nfd in any::<bool>(),
@@ -260,11 +262,25 @@ proptest! {
             damaged[at] = junk;
         }
         let short = &text.as_bytes()[..at.min(text.len())];
+        // Every top-level name of the value, and one it does not have.
+        let mut names: Vec<String> = v.as_object().map(|o| o.keys().map(str::to_owned).collect()).unwrap_or_default();
+        names.push("not a member".to_owned());
         for input in [text.as_bytes(), &damaged, short] {
             for profile in [Profile::CountersignV1, Profile::Jcs] {
-                let tree = parse(input, profile, &limits()).map(|v| v.to_canonical_bytes());
+                let parsed = parse(input, profile, &limits());
+                let tree = parsed.as_ref().map(Value::to_canonical_bytes).map_err(Clone::clone);
                 let streamed = canonicalize(input, profile, &limits());
-                prop_assert_eq!(tree, streamed);
+                prop_assert_eq!(&tree, &streamed);
+                // The judging path refuses the same inputs with the same code and offset, and
+                // reads a top-level string exactly as the tree holds it.
+                prop_assert_eq!(check(input, profile, &limits()), tree.map(drop));
+                for name in &names {
+                    let read = top_level_string(input, name, profile, &limits());
+                    let held = parsed.as_ref().map(|v| {
+                        v.as_object().and_then(|o| o.get(name)).and_then(Value::as_str).map(str::to_owned)
+                    });
+                    prop_assert_eq!(read, held.map_err(Clone::clone));
+                }
             }
         }
     }

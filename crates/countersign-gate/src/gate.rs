@@ -20,7 +20,7 @@ use crate::policy::{Channel, Mode, Policy, ToolPolicy};
 use crate::state::{Approval, State};
 use crate::store::{Commit, GateStore, Snapshot, TxKeys};
 use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS};
-use crate::view::{parse_revision, scan_value, tool_digest};
+use crate::view::{parse_revision, recorded_tool, scan_value};
 
 /// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
 pub trait Clock: Send + Sync + std::fmt::Debug {
@@ -318,7 +318,7 @@ impl Gate {
             .gated_policy(&current.action)
             .and_then(|tool| self.normalize(&current.action, tool, args))
             .and_then(|args| {
-                let tool = tool_digest(&current)?;
+                let tool = recorded_tool(&current)?;
                 Ok(Envelope {
                     action: current.action.clone(),
                     args,

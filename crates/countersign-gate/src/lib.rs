@@ -36,4 +36,6 @@ pub use crate::store::GateStore;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::SqliteStore;
-pub use crate::view::{envelope_value, manifest, manifest_of, parse_revision, scan_value};
+pub use crate::view::{
+    envelope_value, manifest, manifest_of, parse_revision, recorded_tool, scan_value,
+};

@@ -76,14 +76,26 @@ pub(crate) const STORED_LIMITS: Limits = Limits {
     max_size: MAX_ARGS_LIMITS.max_size + (1 << 20),
 };
 
-/// The tool digest recorded in a draft's envelope.
-pub(crate) fn tool_digest(draft: &Draft) -> Result<Digest> {
-    let v = countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &STORED_LIMITS)
-        .map_err(|_| Error::Tampered)?;
-    v.pointer("/tool")
-        .and_then(Value::as_str)
-        .and_then(|s| Digest::from_hex(s).ok())
-        .ok_or(Error::Tampered)
+/// The digest of the tool definition a draft was proposed against, as its envelope records it.
+/// Read on every execute, so the member is taken without building the envelope's value.
+///
+/// # Errors
+/// `STORE_TAMPERED` when the bytes do not hash to the revision, do not parse, or hold no
+/// digest there.
+pub fn recorded_tool(draft: &Draft) -> Result<Digest> {
+    if !draft.is_intact() {
+        return Err(Error::Tampered);
+    }
+    countersign_canon::top_level_string(
+        &draft.canonical,
+        "tool",
+        Profile::CountersignV1,
+        &STORED_LIMITS,
+    )
+    .ok()
+    .flatten()
+    .and_then(|s| Digest::from_hex(&s).ok())
+    .ok_or(Error::Tampered)
 }
 
 /// The stored envelope of a draft, parsed.

@@ -58,13 +58,13 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
         max_depth: limits.max_depth.saturating_add(ENVELOPE_DEPTH),
         max_size: limits.max_size.saturating_add(ENVELOPE_SIZE),
     };
-    let whole = countersign_canon::parse(line, Profile::Jcs, &envelope_limits);
+    let whole = countersign_canon::check(line, Profile::Jcs, &envelope_limits);
     let probe = serde_json::from_slice::<Probe<'_>>(line);
     let Ok(probe) = probe else {
         return match whole {
             // Valid JSON that is not a JSON-RPC object at all: let the service answer it
             // (-32600) the way it answers every other misshapen request.
-            Ok(_) => Verdict::Accept,
+            Ok(()) => Verdict::Accept,
             Err(e) => Verdict::Reply(parse_error(&Value::Null, &e.to_string())),
         };
     };
@@ -75,7 +75,7 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
     {
         let start = offset_in(line, args.get().as_bytes());
         if let Err(e) =
-            countersign_canon::parse(args.get().as_bytes(), Profile::CountersignV1, limits)
+            countersign_canon::check(args.get().as_bytes(), Profile::CountersignV1, limits)
         {
             let at = start.saturating_add(e.offset());
             let message = format!("{} at byte {at}: {}", e.code(), e.message());
@@ -87,7 +87,7 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
         }
     }
     match whole {
-        Ok(_) => Verdict::Accept,
+        Ok(()) => Verdict::Accept,
         Err(e) if probe.id.is_none() && probe.method.is_some() => {
             tracing::warn!(error = %e, "dropped a notification that breaks the canonical rules");
             Verdict::Ignore

@@ -4,7 +4,7 @@
 //! what ran and what came of it. A draft made for another principal is reported as missing
 //! rather than refused, so its existence is not disclosed either.
 
-use countersign_canon::{Digest, Principal, Value as CanonValue};
+use countersign_canon::Principal;
 use countersign_gate::{Draft, State};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
@@ -13,19 +13,6 @@ use crate::core::{Countersign, envelope_text};
 use crate::error::{Error, Result};
 use crate::tooldef::ToolDigests;
 use crate::tools;
-
-/// The `tool` digest recorded in the draft's envelope.
-///
-/// # Errors
-/// `STORE_TAMPERED` when the stored envelope is damaged.
-pub(crate) fn recorded_tool(draft: &Draft) -> Result<Digest> {
-    let envelope = countersign_gate::envelope_value(draft)?;
-    envelope
-        .pointer("/tool")
-        .and_then(CanonValue::as_str)
-        .and_then(|s| Digest::from_hex(s).ok())
-        .ok_or_else(|| countersign_gate::Error::Tampered.into())
-}
 
 /// Refuses with `STALE_REVISION` unless `current` is the definition the draft was proposed
 /// against: what a person approved was a call of that tool, not of whatever has its name now.
@@ -39,7 +26,7 @@ pub(crate) fn check_tool(
     current: Option<&rmcp::model::Tool>,
     digests: &ToolDigests,
 ) -> Result<()> {
-    let recorded = recorded_tool(draft)?;
+    let recorded = countersign_gate::recorded_tool(draft)?;
     match current {
         Some(tool) if digests.digest(tool)? == recorded => Ok(()),
         _ => Err(countersign_gate::Error::ToolChanged.into()),
