@@ -1,16 +1,19 @@
 //! A bounded load test of two `countersign-mcp --demo --http` replicas on one PostgreSQL
 //! database, over loopback only.
 //!
-//! N concurrent MCP clients (streamable HTTP) each hold a session with both replicas. One cycle
-//! is the whole gated path: `publish_post` on one replica (a draft), an approval written through
-//! the store the way `countersign approve` writes it (the gate library on the same PostgreSQL
-//! URL: read the draft, recompute the revision from the stored bytes, approve), then
-//! `countersign_execute` on the *other* replica. The run stops by itself after `--cycles`
-//! cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle latency, and checks
-//! that every cycle ran exactly once: one post file per cycle, none missing, none twice, and one
-//! succeeded operation per cycle in the store. Anything else exits 1. Then, in the same
-//! database, it measures the ceiling PostgreSQL itself sets on this machine — four durable
-//! one-row transactions per cycle, the minimum a gated cycle commits — and prints the ratio.
+//! N concurrent MCP clients (streamable HTTP) each hold a session with both replicas — by
+//! default a lean client that frames its JSON-RPC itself, so the generator takes little of the
+//! machine it shares with what it measures; `--client rmcp` runs rmcp's client instead (see
+//! `client.rs`). One cycle is the whole gated path: `publish_post` on one replica (a draft), an
+//! approval written through the store the way `countersign approve` writes it (the gate library
+//! on the same PostgreSQL URL: read the draft, recompute the revision from the stored bytes,
+//! approve), then `countersign_execute` on the *other* replica. The run stops by itself after
+//! `--cycles` cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle latency,
+//! and checks that every cycle ran exactly once: one post file per cycle, none missing, none
+//! twice, and one succeeded operation per cycle in the store. Anything else exits 1. Then, in
+//! the same database, it measures the ceiling PostgreSQL itself sets on this machine — four
+//! durable one-row transactions per cycle, the minimum a gated cycle commits — and prints the
+//! ratio.
 //!
 //! The database is the run's own (`cs_load_…`, created on the server `--postgres` names and
 //! dropped at the end): the binaries keep their tables in the fixed schema `countersign`, so a
@@ -19,7 +22,7 @@
 //! ```text
 //! cargo build --release -p countersign-mcp-bin --bins --examples
 //! target/release/examples/loadtest --clients 64 --cycles 10000 \
-//!     --postgres postgres://postgres@127.0.0.1:5432/test
+//!     --postgres postgres://postgres@127.0.0.1:5432/test [--client rmcp]
 //! ```
 
 use std::io::{Read, Write};
@@ -34,15 +37,12 @@ use countersign_gate::audit::Anchor;
 use countersign_gate::store::postgres::PostgresStore;
 use countersign_gate::{Channel, Gate, Policy};
 use countersign_mcp::demo::DEMO_POLICY;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-type Client = RunningService<RoleClient, ()>;
+use crate::client::{Called, Session};
+
+mod client;
 
 /// Load-test two countersign-mcp replicas on PostgreSQL over streamable HTTP.
 #[derive(Debug, Parser)]
@@ -69,6 +69,10 @@ struct Args {
     /// Give up (and fail) after this many seconds.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
+    /// The MCP client each simulated host runs: `lean` (pre-framed JSON-RPC, so the load
+    /// generator takes little of the machine) or `rmcp` (rmcp's own client).
+    #[arg(long, value_enum, default_value_t = client::Kind::Lean)]
+    client: client::Kind,
 }
 
 /// A failure of the run itself (not of a cycle): exit 3.
@@ -221,14 +225,6 @@ impl Replica {
         Ok(Replica { child, url })
     }
 
-    async fn client(&self, http: &reqwest::Client) -> Result<Client, Fatal> {
-        let transport = StreamableHttpClientTransport::with_client(
-            http.clone(),
-            StreamableHttpClientTransportConfig::with_uri(self.url.clone()),
-        );
-        Ok(tokio::time::timeout(Duration::from_secs(30), ().serve(transport)).await??)
-    }
-
     /// SIGTERM (graceful shutdown), then SIGKILL if it lingers.
     async fn stop(mut self) {
         if let Some(pid) = self.child.id() {
@@ -260,34 +256,29 @@ async fn approve(gate: &Gate, draft_id: &str, revision: &str) -> Result<(), Stri
         .map_err(|e| e.to_string())
 }
 
-async fn call(client: &Client, tool: &str, args: Value) -> Result<CallToolResult, String> {
-    let Value::Object(map) = args else {
-        return Err("arguments must be an object".into());
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))
-        .await
-        .map_err(|e| format!("{tool}: {e}"))
-}
-
-fn structured(r: &CallToolResult) -> &Value {
-    static NULL: Value = Value::Null;
-    r.structured_content.as_ref().unwrap_or(&NULL)
-}
-
 fn field<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// One cycle; `Ok` with the slug the post got.
-async fn cycle(first: &Client, second: &Client, gate: &Gate, i: usize) -> Result<String, String> {
+/// How long each step of a cycle took: propose, approve, execute.
+type Steps = [Duration; 3];
+
+/// One cycle; `Ok` with the slug the post got and the time each step took.
+async fn cycle(
+    first: &Session,
+    second: &Session,
+    gate: &Gate,
+    i: usize,
+) -> Result<(String, Steps), String> {
     let post = json!({
         "title": format!("load {i}"),
         "body": "A post written by the load test.\nIt goes through the whole gate: a draft, a person's approval of its exact revision, one execution.",
         "visibility": "public",
     });
-    let r = call(first, "publish_post", post).await?;
-    let s = structured(&r);
+    let t0 = Instant::now();
+    let r = first.call("publish_post", post).await?;
+    let proposed = t0.elapsed();
+    let s = &r.structured;
     let code = s.pointer("/error/code").and_then(Value::as_str);
     if code != Some("APPROVAL_REQUIRED") {
         return Err(format!("propose answered {code:?}: {s}"));
@@ -296,18 +287,25 @@ async fn cycle(first: &Client, second: &Client, gate: &Gate, i: usize) -> Result
         field(s, "draft_id").to_owned(),
         field(s, "revision").to_owned(),
     );
+    let t1 = Instant::now();
     approve(gate, &draft, &revision).await?;
+    let approved = t1.elapsed();
+    let t2 = Instant::now();
     let args =
         json!({"draft_id": draft, "revision": revision, "operation_id": format!("load-{i}")});
-    let r = call(second, "countersign_execute", args).await?;
-    let s = structured(&r);
-    if r.is_error == Some(true) || s.get("replay") != Some(&Value::Bool(false)) {
+    let Called {
+        is_error,
+        structured: s,
+    } = second.call("countersign_execute", args).await?;
+    if is_error || s.get("replay") != Some(&Value::Bool(false)) {
         return Err(format!("execute: {s}"));
     }
-    Ok(s.pointer("/result/slug")
+    let slug = s
+        .pointer("/result/slug")
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_owned())
+        .to_owned();
+    Ok((slug, [proposed, approved, t2.elapsed()]))
 }
 
 /// The most cycles PostgreSQL allows here before any gate or HTTP work: a gated cycle commits
@@ -357,6 +355,8 @@ async fn baseline(store: &str, clients: usize, cycles: usize) -> Result<f64, Fat
 #[derive(Default)]
 struct Tally {
     latencies: Vec<Duration>,
+    /// Each successful cycle's step times.
+    steps: Vec<Steps>,
     /// Cycles that got a success, by index: the slug their post got.
     slugs: Vec<(usize, String)>,
     failures: Vec<String>,
@@ -427,11 +427,16 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         .build()?;
     let mut sessions = Vec::with_capacity(args.clients);
     for _ in 0..args.clients {
-        sessions.push((a.client(&http).await?, b.client(&http).await?));
+        sessions.push((
+            Session::open(args.client, &http, &a.url).await?,
+            Session::open(args.client, &http, &b.url).await?,
+        ));
     }
     println!(
-        "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients, {} cycles",
-        args.clients, args.cycles
+        "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients ({} MCP client), {} cycles",
+        args.clients,
+        args.client.name(),
+        args.cycles
     );
 
     let next = Arc::new(AtomicUsize::new(0));
@@ -458,15 +463,16 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
                 let took = t0.elapsed();
                 let Ok(mut t) = tally.lock() else { break };
                 match outcome {
-                    Ok(slug) => {
+                    Ok((slug, steps)) => {
                         t.latencies.push(took);
+                        t.steps.push(steps);
                         t.slugs.push((i, slug));
                     }
                     Err(e) => t.failures.push(format!("cycle {i}: {e}")),
                 }
             }
-            let _ = ca.cancel().await;
-            let _ = cb.cancel().await;
+            ca.close().await;
+            cb.close().await;
         });
     }
     let finished = tokio::time::timeout(Duration::from_secs(args.timeout), async {
@@ -533,6 +539,21 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         ms(percentile(&latencies, 50.0)),
         ms(percentile(&latencies, 99.0)),
         ms(latencies.last().copied().unwrap_or_default())
+    );
+    let step = |k: usize| {
+        let mut times: Vec<Duration> = t.steps.iter().map(|s| s[k]).collect();
+        times.sort();
+        format!(
+            "p50 {}, p99 {}",
+            ms(percentile(&times, 50.0)),
+            ms(percentile(&times, 99.0))
+        )
+    };
+    println!(
+        "steps: propose {}; approve {}; execute {}",
+        step(0),
+        step(1),
+        step(2)
     );
     println!(
         "posts written {}; succeeded operations in the store {succeeded}; lost {lost}, doubled {doubled}",

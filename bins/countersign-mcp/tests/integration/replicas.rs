@@ -721,27 +721,32 @@ async fn postgres_going_away_fails_calls_cleanly_and_nothing_is_lost_or_doubled(
     );
 }
 
-/// The load test example, small: the correctness assertions run in CI.
+/// The load test example, small, with each of its MCP clients: the correctness assertions run
+/// in CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_test_small_run_loses_and_doubles_nothing() {
     let Some(admin) = postgres_url() else { return };
     let exe = loadtest_bin();
-    let out = within(
-        600,
-        "loadtest --clients 8 --cycles 200",
-        tokio::process::Command::new(&exe)
-            .args(["--clients", "8", "--cycles", "200", "--postgres", &admin])
-            .env("COUNTERSIGN_MCP_BIN", mcp_bin())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("run loadtest");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(stdout.contains("executed 200 of 200"), "{stdout}");
-    assert!(stdout.contains("lost 0, doubled 0"), "{stdout}");
+    for client in ["lean", "rmcp"] {
+        let out = within(
+            600,
+            &format!("loadtest --clients 8 --cycles 200 --client {client}"),
+            tokio::process::Command::new(&exe)
+                .args(["--clients", "8", "--cycles", "200"])
+                .args(["--client", client, "--postgres", &admin])
+                .env("COUNTERSIGN_MCP_BIN", mcp_bin())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("run loadtest");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{client}: {stdout}\n{stderr}");
+        assert!(stdout.contains("executed 200 of 200"), "{client}: {stdout}");
+        assert!(stdout.contains("lost 0, doubled 0"), "{client}: {stdout}");
+        assert!(stdout.contains("steps: propose p50"), "{client}: {stdout}");
+    }
 }
 
 fn loadtest_bin() -> PathBuf {
