@@ -39,11 +39,11 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::Lean => "lean",
-            Kind::Rmcp => "rmcp",
-        }
+    /// The name `--client` takes for it (clap's, so the two cannot drift apart).
+    pub(crate) fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default()
     }
 }
 
