@@ -12,6 +12,18 @@
 //! `Gated<Proxy>`, SQLite store) in front of an announcing upstream. `--role proxy STORE typed`
 //! is the earlier wiring kept as the in-run baseline: every call through a second rmcp session
 //! and a fresh tool listing before each gated run (its upstream does not announce changes).
+//! `--role relay CMD…` is the floor any process in the middle pays: it copies bytes between its
+//! stdio and the child's and looks at nothing, so `proxy − relay` is what the proxy's own work
+//! costs and `relay − direct` the extra process hop itself.
+//!
+//! With `COUNTERSIGN_TEST_FS_SERVER` set (the entry script of the npm filesystem server, as the
+//! tests name it) the same three paths run against that Node.js server (`read_text_file`,
+//! read-only; `--role proxy-cmd STORE POLICY CMD…` is the proxy in front of any command): most
+//! MCP servers run on a single-threaded event loop, which changes what the hop costs. Without
+//! it those rows say they are skipped.
+//!
+//! Between the groups, `… interleaved` lines time the same comparisons taking turns (see
+//! [`take_turns`]); `--bench interleaved` runs only those.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -44,7 +56,7 @@ fn role() -> Option<(String, Vec<String>)> {
 fn serve_role(role: &str, rest: &[String]) {
     // The runtime the `countersign-mcp` binary uses over stdio for the proxy; the upstream, a
     // stand-in for any MCP server, keeps tokio's default.
-    let rt = if role == "proxy" {
+    let rt = if role != "upstream" {
         tokio::runtime::Builder::new_current_thread()
     } else {
         tokio::runtime::Builder::new_multi_thread()
@@ -58,6 +70,20 @@ fn serve_role(role: &str, rest: &[String]) {
             "upstream" => {
                 let announce = rest.first().map(String::as_str) == Some("announce");
                 serve_stdio(Bench { announce }).await.expect("upstream");
+            }
+            "relay" => relay(rest).await,
+            "proxy-cmd" => {
+                // STORE POLICY CMD…: the proxy exactly as `countersign-mcp --upstream -- CMD…`.
+                let options = Options {
+                    store: rest.first().cloned(),
+                    config: rest.get(1).map(PathBuf::from),
+                    ..Options::default()
+                };
+                let core = Arc::new(options.build().await.expect("gate"));
+                let upstream = Upstream::start(rest[2..].to_vec()).await.expect("upstream");
+                countersign_mcp::proxy::serve_stdio(upstream, core)
+                    .await
+                    .expect("proxy");
             }
             "proxy" => {
                 let options = Options {
@@ -86,8 +112,32 @@ fn serve_role(role: &str, rest: &[String]) {
     });
 }
 
+/// Copies bytes both ways between this process's stdio and `command`'s until either side ends.
+async fn relay(command: &[String]) {
+    let mut child = tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("relay child");
+    let (mut to_child, mut from_child) = (
+        child.stdin.take().expect("stdin"),
+        child.stdout.take().expect("stdout"),
+    );
+    let (mut read, mut write) = rmcp::transport::stdio_pipes();
+    tokio::select! {
+        _ = tokio::io::copy(&mut read, &mut to_child) => {}
+        _ = tokio::io::copy(&mut from_child, &mut write) => {}
+    }
+}
+
 async fn spawn(args: &[&str], home: &PathBuf) -> Client {
-    let mut cmd = tokio::process::Command::new(std::env::current_exe().expect("exe"));
+    spawn_program(&std::env::current_exe().expect("exe"), args, home).await
+}
+
+async fn spawn_program(program: &std::path::Path, args: &[&str], home: &PathBuf) -> Client {
+    let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .env("COUNTERSIGN_HOME", home)
         .env("COUNTERSIGN_TOKEN_SECRET", "ab".repeat(32))
@@ -169,6 +219,198 @@ fn bench_after_approval(
     }
 }
 
+/// Times each (name, client, call) in a tight loop, checking every answer is a success.
+fn bench_calls(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &tokio::runtime::Runtime,
+    cases: &[(&str, &Client, &CallToolRequestParams)],
+) {
+    for &(name, client, call) in cases {
+        group.bench_function(name, |b| {
+            b.to_async(rt).iter(|| async {
+                let r = client.call_tool(call.clone()).await.expect("call");
+                assert_ne!(r.is_error, Some(true), "{name}: {r:?}");
+                black_box(r)
+            });
+        });
+    }
+}
+
+/// The interleaved comparison runs under `--bench` when no filter is given or a filter names it
+/// (`interleaved`); a filter for criterion's rows alone skips it.
+fn wants_interleaved() -> bool {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let filters: Vec<&String> = args
+        .iter()
+        .filter(|a| !a.starts_with('-') && a.parse::<f64>().is_err())
+        .collect();
+    args.iter().any(|a| a == "--bench")
+        && (filters.is_empty() || filters.iter().any(|f| f.contains("interleaved")))
+}
+
+fn run_interleaved(
+    rt: &tokio::runtime::Runtime,
+    direct: &Client,
+    relayed: &Client,
+    proxied: &Client,
+    echo: &CallToolRequestParams,
+    node: Option<&NodeClients>,
+) {
+    interleaved(
+        rt,
+        "mcp_stdio",
+        &[
+            ("direct_call", direct, echo),
+            ("relay_pass_through", relayed, echo),
+            ("proxy_pass_through", proxied, echo),
+        ],
+        3000,
+    );
+    if let Some(node) = node {
+        interleaved(
+            rt,
+            "mcp_stdio_node",
+            &[
+                ("direct_call", &node.direct, &node.read),
+                ("relay_pass_through", &node.relayed, &node.read),
+                ("proxy_pass_through", &node.proxied, &node.read),
+            ],
+            1500,
+        );
+    }
+}
+
+/// Times the same call on every path, taking turns within each round (the order rotates).
+fn interleaved(
+    rt: &tokio::runtime::Runtime,
+    label: &str,
+    cases: &[(&str, &Client, &CallToolRequestParams)],
+    rounds: usize,
+) {
+    let names: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    let times = rt.block_on(take_turns(cases.len(), rounds, async |i| {
+        let (name, client, call) = cases[i];
+        let start = Instant::now();
+        let r = client.call_tool(call.clone()).await.expect("call");
+        let spent = start.elapsed();
+        assert_ne!(r.is_error, Some(true), "{name}: {r:?}");
+        spent
+    }));
+    report(label, &names, rounds, times);
+}
+
+/// Runs `step(i)` for every path `i` in each round, the order rotating from round to round, and
+/// returns each path's times in microseconds. Criterion times one path after the other, so a
+/// host whose speed drifts over a minute moves the comparison; taking turns puts every path
+/// under the same drift. The first tenth of the rounds warms caches and is not kept.
+async fn take_turns(
+    paths: usize,
+    rounds: usize,
+    mut step: impl AsyncFnMut(usize) -> Duration,
+) -> Vec<Vec<f64>> {
+    let mut times: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); paths];
+    let warm = rounds / 10;
+    for round in 0..rounds + warm {
+        for k in 0..paths {
+            let i = (round + k) % paths;
+            let spent = step(i).await.as_secs_f64() * 1e6;
+            if round >= warm {
+                times[i].push(spent);
+            }
+        }
+    }
+    times
+}
+
+/// Prints each path's median and the median of its per-round difference to the first path.
+fn report(label: &str, names: &[&str], rounds: usize, times: Vec<Vec<f64>>) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let base = median(times[0].clone());
+    let mut line = format!(
+        "{label} interleaved, {rounds} rounds: {} {base:.1} µs",
+        names[0]
+    );
+    for (i, name) in names.iter().enumerate().skip(1) {
+        let diff: Vec<f64> = times[i].iter().zip(&times[0]).map(|(a, b)| a - b).collect();
+        let own = median(times[i].clone());
+        let d = median(diff);
+        line += &format!(
+            "; {name} {own:.1} µs ({d:+.1} µs paired, {:+.1} %)",
+            100.0 * d / base
+        );
+    }
+    println!("{line}");
+}
+
+/// The gate's share taking turns: a pass-through right after an untimed propose and approve,
+/// then an execute after the same preamble, per round (see [`Timed`]).
+fn interleaved_after_approval(
+    rt: &tokio::runtime::Runtime,
+    label: &str,
+    client: &Client,
+    approver: &countersign_gate::Gate,
+    op: &std::sync::atomic::AtomicU64,
+    text: &str,
+    rounds: usize,
+) {
+    let paths = [Timed::PassThrough, Timed::Execute];
+    let times = rt.block_on(take_turns(paths.len(), rounds, async |i| {
+        let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        timed_after_approval(client, approver, text, n, paths[i]).await
+    }));
+    report(
+        label,
+        &["pass_through_after_approval", "gated_execute"],
+        rounds,
+        times,
+    );
+}
+
+/// The Node.js filesystem server reached directly, through the relay and through the proxy.
+struct NodeClients {
+    direct: Client,
+    relayed: Client,
+    proxied: Client,
+    read: CallToolRequestParams,
+}
+
+async fn node_clients(entry: &str, home: &PathBuf, store: &str) -> NodeClients {
+    // The server resolves its allowed folder through symbolic links; so must the path asked for.
+    let dir = home.join("fs");
+    std::fs::create_dir_all(&dir).expect("fs dir");
+    let dir = dir.canonicalize().expect("fs dir");
+    let file = dir.join("hello.txt");
+    std::fs::write(&file, "hello from the benchmark\n").expect("fs file");
+    let policy = home.join("fs-policy.toml");
+    std::fs::write(
+        &policy,
+        "[tools.\"write_file\"]\nmode = \"approval\"\n[tools.\"read_text_file\"]\nmode = \"pass\"\n",
+    )
+    .expect("policy");
+    let dir = dir.display().to_string();
+    let policy = policy.display().to_string();
+    let node = ["node", entry, &dir];
+    let mut relay = vec!["--role", "relay"];
+    relay.extend(node);
+    let mut proxy = vec!["--role", "proxy-cmd", store, &policy];
+    proxy.extend(node);
+    let read = CallToolRequestParams::new("read_text_file").with_arguments(
+        json!({"path": file.display().to_string()})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    NodeClients {
+        direct: spawn_program(std::path::Path::new("node"), &node[1..], home).await,
+        relayed: spawn(&relay, home).await,
+        proxied: spawn(&proxy, home).await,
+        read,
+    }
+}
+
 fn params(tool: &str, text: &str) -> CallToolRequestParams {
     CallToolRequestParams::new(tool.to_owned()).with_arguments(
         json!({"text": text})
@@ -188,13 +430,18 @@ fn main() {
     let home_path = home.path().to_path_buf();
     let db = home.path().join("bench.db");
     let store = format!("sqlite:{}", db.display());
-    let (direct, proxied, typed) = rt.block_on(async {
+    let exe = std::env::current_exe().expect("exe").display().to_string();
+    let (direct, relayed, proxied, typed) = rt.block_on(async {
         (
             spawn(&["--role", "upstream"], &home_path).await,
+            spawn(&["--role", "relay", &exe, "--role", "upstream"], &home_path).await,
             spawn(&["--role", "proxy", &store], &home_path).await,
             spawn(&["--role", "proxy", &store, "typed"], &home_path).await,
         )
     });
+    let node = std::env::var("COUNTERSIGN_TEST_FS_SERVER")
+        .ok()
+        .map(|entry| rt.block_on(node_clients(&entry, &home_path, &store)));
     // The approver's side: the same store, as `countersign approve` opens it.
     let approver = rt.block_on(async {
         let policy =
@@ -209,21 +456,17 @@ fn main() {
         .configure_from_args()
         .measurement_time(Duration::from_secs(5));
     let mut group = c.benchmark_group("mcp_stdio");
-    group.bench_function("direct_call", |b| {
-        b.to_async(&rt).iter(|| async {
-            black_box(direct.call_tool(params("echo", text)).await.expect("call"))
-        });
-    });
-    for (name, client) in [
-        ("proxy_pass_through", &proxied),
-        ("proxy_pass_through_typed", &typed),
-    ] {
-        group.bench_function(name, |b| {
-            b.to_async(&rt).iter(|| async {
-                black_box(client.call_tool(params("echo", text)).await.expect("call"))
-            });
-        });
-    }
+    let echo = params("echo", text);
+    bench_calls(
+        &mut group,
+        &rt,
+        &[
+            ("direct_call", &direct, &echo),
+            ("relay_pass_through", &relayed, &echo),
+            ("proxy_pass_through", &proxied, &echo),
+            ("proxy_pass_through_typed", &typed, &echo),
+        ],
+    );
     let op = std::sync::atomic::AtomicU64::new(0);
     let cases = [
         ("proxy_gated_execute", &proxied, &approver, Timed::Execute),
@@ -247,6 +490,36 @@ fn main() {
         ),
     ];
     bench_after_approval(&mut group, &rt, &cases, &op, text);
+    group.finish();
+
+    if wants_interleaved() {
+        run_interleaved(&rt, &direct, &relayed, &proxied, &echo, node.as_ref());
+        interleaved_after_approval(
+            &rt,
+            "mcp_stdio gate share",
+            &proxied,
+            &approver,
+            &op,
+            text,
+            600,
+        );
+    }
+    let mut group = c.benchmark_group("mcp_stdio_node");
+    match &node {
+        Some(node) => bench_calls(
+            &mut group,
+            &rt,
+            &[
+                ("direct_call", &node.direct, &node.read),
+                ("relay_pass_through", &node.relayed, &node.read),
+                ("proxy_pass_through", &node.proxied, &node.read),
+            ],
+        ),
+        None => eprintln!(
+            "mcp_stdio_node: skipped (COUNTERSIGN_TEST_FS_SERVER, the npm filesystem server's \
+             entry script, is not set)"
+        ),
+    }
     group.finish();
 
     // The same three calls with no process hop: what the guard, the layer and the gate cost.
@@ -298,6 +571,17 @@ fn main() {
         ),
     ];
     bench_after_approval(&mut group, &rt, &cases, &op, text);
+    if wants_interleaved() {
+        interleaved_after_approval(
+            &rt,
+            "mcp_in_process gate share",
+            &gated,
+            &apart,
+            &op,
+            text,
+            600,
+        );
+    }
     // Baseline: the gate alone on the same store (propose and approve untimed, execute timed,
     // no-op action), so the layer's share of `gated_execute_sqlite` is visible.
     group.bench_function("gate_execute_only", |b| {
@@ -344,6 +628,12 @@ fn main() {
         let _ = direct.cancel().await;
         let _ = proxied.cancel().await;
         let _ = typed.cancel().await;
+        let _ = relayed.cancel().await;
+        if let Some(node) = node {
+            let _ = node.direct.cancel().await;
+            let _ = node.relayed.cancel().await;
+            let _ = node.proxied.cancel().await;
+        }
         let _ = bare.cancel().await;
         let _ = gated.cancel().await;
     });

@@ -8,6 +8,8 @@
 //! either way the connection stays usable. [`inspect`] is pure so any transport (stdio here,
 //! streamable HTTP later) can apply the same judgement.
 
+use std::borrow::Cow;
+
 use countersign_canon::{Limits, Profile};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -33,26 +35,44 @@ pub enum Verdict {
 
 #[derive(Deserialize)]
 struct Probe<'a> {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
+    #[serde(default, borrow)]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     params: Option<ProbeParams<'a>>,
 }
 
 #[derive(Deserialize)]
 struct ProbeParams<'a> {
+    /// Any JSON here: a name that is not a string must not make the probe fail, or the
+    /// arguments would go unjudged under `countersign-v1`.
+    #[serde(default, borrow)]
+    name: Option<&'a RawValue>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
 }
 
+/// What the guard read of an accepted `tools/call` request, so a transport routing it need not
+/// parse the line again: the JSON-RPC `id` as written (a slice of the judged line) and the
+/// tool's name.
+#[derive(Debug)]
+pub(crate) struct Call<'a> {
+    pub(crate) id: &'a RawValue,
+    pub(crate) name: Cow<'a, str>,
+}
+
 /// Judges one line of input (without its newline) under `limits`, the limits of tool arguments.
 pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
+    judge(line, limits).0
+}
+
+/// As [`inspect`], also handing back what it read of an accepted `tools/call` with an `id`.
+pub(crate) fn judge<'a>(line: &'a [u8], limits: &Limits) -> (Verdict, Option<Call<'a>>) {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     if line.iter().all(u8::is_ascii_whitespace) {
-        return Verdict::Ignore;
+        return (Verdict::Ignore, None);
     }
     let envelope_limits = Limits {
         max_depth: limits.max_depth.saturating_add(ENVELOPE_DEPTH),
@@ -64,11 +84,37 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
         return match whole {
             // Valid JSON that is not a JSON-RPC object at all: let the service answer it
             // (-32600) the way it answers every other misshapen request.
-            Ok(()) => Verdict::Accept,
-            Err(e) => Verdict::Reply(parse_error(&Value::Null, &e.to_string())),
+            Ok(()) => (Verdict::Accept, None),
+            Err(e) => (
+                Verdict::Reply(parse_error(&Value::Null, &e.to_string())),
+                None,
+            ),
         };
     };
-    let id = probe.id.clone().unwrap_or(Value::Null);
+    let verdict = judge_probe(line, &probe, whole, limits);
+    let call = match (&verdict, probe.id, probe.method.as_deref(), probe.params) {
+        (Verdict::Accept, Some(id), Some("tools/call"), Some(params)) => params
+            .name
+            .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
+            .map(|name| Call { id, name }),
+        _ => None,
+    };
+    (verdict, call)
+}
+
+fn judge_probe(
+    line: &[u8],
+    probe: &Probe<'_>,
+    whole: Result<(), countersign_canon::Error>,
+    limits: &Limits,
+) -> Verdict {
+    // Only a reply needs the id as a value; an accepted line is not made to pay for it.
+    let id = || {
+        probe
+            .id
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+            .unwrap_or(Value::Null)
+    };
     if probe.method.as_deref() == Some("tools/call")
         && probe.id.is_some()
         && let Some(args) = probe.params.as_ref().and_then(|p| p.arguments)
@@ -83,7 +129,7 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
             extra.insert("rule".into(), e.code().as_str().into());
             extra.insert("offset".into(), at.into());
             let result = refusal("INVALID_ARGUMENT", &message, false, extra, Map::new());
-            return Verdict::Reply(response(&id, &result));
+            return Verdict::Reply(response(&id(), &result));
         }
     }
     match whole {
@@ -92,7 +138,7 @@ pub fn inspect(line: &[u8], limits: &Limits) -> Verdict {
             tracing::warn!(error = %e, "dropped a notification that breaks the canonical rules");
             Verdict::Ignore
         }
-        Err(e) => Verdict::Reply(parse_error(&id, &format!("{} {e}", e.code()))),
+        Err(e) => Verdict::Reply(parse_error(&id(), &format!("{} {e}", e.code()))),
     }
 }
 
@@ -185,6 +231,52 @@ mod tests {
         assert_eq!(
             v["result"]["structuredContent"]["error"]["rule"],
             "TOO_LARGE"
+        );
+    }
+
+    #[test]
+    fn an_accepted_call_hands_back_its_id_as_written_and_its_tool() {
+        let line = br#"{"jsonrpc":"2.0","id": "a\u0062" ,"method":"tools/call","params":{"name":"ech\u006f","arguments":{"a":1}}}"#;
+        let (verdict, call) = judge(line, &Limits::default());
+        assert!(matches!(verdict, Verdict::Accept));
+        let call = call.expect("call facts");
+        assert_eq!(call.id.get(), r#""a\u0062""#);
+        assert_eq!(call.name, "echo");
+        // The id is a slice of the judged line, so a relay can swap it in place.
+        let at = offset_in(line, call.id.get().as_bytes());
+        assert_eq!(&line[at..at + call.id.get().len()], br#""a\u0062""#);
+    }
+
+    #[test]
+    fn only_an_accepted_call_with_an_id_and_a_string_name_hands_back_facts() {
+        let limits = Limits::default();
+        for line in [
+            // A notification, another method, no name, a name that is not a string.
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7,"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"t"}}"#,
+        ] {
+            let (verdict, call) = judge(line.as_bytes(), &limits);
+            assert!(matches!(verdict, Verdict::Accept), "{line}");
+            assert!(call.is_none(), "{line}");
+        }
+        let refused = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1,"a":2}}}"#;
+        let (verdict, call) = judge(refused.as_bytes(), &limits);
+        assert!(matches!(verdict, Verdict::Reply(_)));
+        assert!(call.is_none());
+    }
+
+    #[test]
+    fn a_name_that_is_not_a_string_does_not_spare_the_arguments() {
+        // NFC twins pass the JSON-wide check but not countersign-v1's: they must still be judged.
+        let line = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":[1],\"arguments\":{\"e\\u0301\":1,\"\u{e9}\":2}}}";
+        let v = reply(line);
+        assert_eq!(v["id"], 2);
+        assert_eq!(
+            v["result"]["structuredContent"]["error"]["rule"],
+            "DUPLICATE_KEY"
         );
     }
 

@@ -14,7 +14,6 @@
 //! the definition digest checked before a gated run is never older than the upstream's last
 //! word. An upstream that makes no such promise is asked again every time.
 
-use std::borrow::Cow;
 use std::sync::{Arc, Mutex as StdMutex};
 
 use countersign_canon::Limits;
@@ -24,14 +23,13 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, ServiceError};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
-use serde::Deserialize;
 use serde_json::json;
-use serde_json::value::RawValue;
 use tokio::sync::Mutex;
 
 use crate::core::Countersign;
 use crate::error::{Error, Result};
 use crate::gated::Gated;
+use crate::guard::Call;
 use crate::port::NOT_SENT;
 use crate::relay::{Link, Sink, UpstreamTransport};
 use crate::transport::{Bypass, GuardedTransport};
@@ -232,44 +230,18 @@ struct PassThrough {
     gated: Gated<Proxy>,
 }
 
-#[derive(Deserialize)]
-struct CallProbe<'a> {
-    #[serde(default, borrow)]
-    id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    method: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    params: Option<CallParams<'a>>,
-}
-
-#[derive(Deserialize)]
-struct CallParams<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-}
-
 #[async_trait::async_trait]
 impl Bypass for PassThrough {
-    async fn relay(&self, line: &[u8], reply: Arc<dyn Sink>) -> bool {
-        let Ok(call) = serde_json::from_slice::<CallProbe<'_>>(line) else {
-            return false;
-        };
-        let (Some("tools/call"), Some(id), Some(name)) = (
-            call.method.as_deref(),
-            call.id,
-            call.params.as_ref().and_then(|p| p.name.as_deref()),
-        ) else {
-            return false;
-        };
+    async fn relay(&self, line: &[u8], call: &Call<'_>, reply: Arc<dyn Sink>) -> bool {
         // Only a tool whose remembered definition the policy passes; anything unknown, gated or
         // our own takes the ordinary path.
-        if id.get() == "null" || !self.gated.passes(name) {
+        if call.id.get() == "null" || !self.gated.passes(&call.name) {
             return false;
         }
         let Some(link) = self.gated.inner().upstream.live_link() else {
             return false;
         };
-        link.relay(line, id, reply).await
+        link.relay(line, call.id, reply).await
     }
 }
 

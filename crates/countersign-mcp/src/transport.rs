@@ -17,15 +17,15 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::guard::{Verdict, inspect};
+use crate::guard::{Call, Verdict, judge};
 use crate::relay::Sink;
 
 /// A shortcut for accepted messages that need no MCP session (the proxy's pass-through calls).
 #[async_trait::async_trait]
 pub(crate) trait Bypass: Send + Sync + 'static {
-    /// Takes `line` (accepted by the guard) and answers it through `reply` later; `false` hands
-    /// it to the service instead.
-    async fn relay(&self, line: &[u8], reply: Arc<dyn Sink>) -> bool;
+    /// Takes `line`, a `tools/call` the guard accepted (`call` is what the guard read of it),
+    /// and answers it through `reply` later; `false` hands it to the service instead.
+    async fn relay(&self, line: &[u8], call: &Call<'_>, reply: Arc<dyn Sink>) -> bool;
 }
 
 struct WriterSink<W>(SharedWriter<W>);
@@ -110,16 +110,16 @@ async fn read_loop<R, W>(
                 return;
             }
         }
-        match inspect(&line, &limits) {
-            Verdict::Ignore => {}
-            Verdict::Reply(bytes) => {
+        match judge(&line, &limits) {
+            (Verdict::Ignore, _) => {}
+            (Verdict::Reply(bytes), _) => {
                 if write_line(&writer, &bytes).await.is_err() {
                     return;
                 }
             }
-            Verdict::Accept => {
-                if let Some(bypass) = &bypass
-                    && bypass.relay(trim(&line), sink.clone()).await
+            (Verdict::Accept, call) => {
+                if let (Some(bypass), Some(call)) = (&bypass, &call)
+                    && bypass.relay(trim(&line), call, sink.clone()).await
                 {
                     continue;
                 }
