@@ -227,13 +227,21 @@ fn bench_calls(
 ) {
     for &(name, client, call) in cases {
         group.bench_function(name, |b| {
-            b.to_async(rt).iter(|| async {
-                let r = client.call_tool(call.clone()).await.expect("call");
-                assert_ne!(r.is_error, Some(true), "{name}: {r:?}");
-                black_box(r)
-            });
+            b.to_async(rt)
+                .iter(|| async { black_box(call_ok(name, client, call).await) });
         });
     }
+}
+
+/// Makes `call` through `client`, which must answer with a success.
+async fn call_ok(
+    name: &str,
+    client: &Client,
+    call: &CallToolRequestParams,
+) -> rmcp::model::CallToolResult {
+    let r = client.call_tool(call.clone()).await.expect("call");
+    assert_ne!(r.is_error, Some(true), "{name}: {r:?}");
+    r
 }
 
 /// The interleaved comparison runs under `--bench` when no filter is given or a filter names it
@@ -291,10 +299,8 @@ fn interleaved(
     let times = rt.block_on(take_turns(cases.len(), rounds, async |i| {
         let (name, client, call) = cases[i];
         let start = Instant::now();
-        let r = client.call_tool(call.clone()).await.expect("call");
-        let spent = start.elapsed();
-        assert_ne!(r.is_error, Some(true), "{name}: {r:?}");
-        spent
+        call_ok(name, client, call).await;
+        start.elapsed()
     }));
     report(label, &names, rounds, times);
 }
