@@ -54,6 +54,17 @@ fn role() -> Option<(String, Vec<String>)> {
 }
 
 fn serve_role(role: &str, rest: &[String]) {
+    if role.starts_with("proxy") {
+        // As the `countersign-mcp` binary logs: to stderr, the level from `RUST_LOG`.
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error")),
+            )
+            .init();
+    }
     // The runtime the `countersign-mcp` binary uses over stdio for the proxy; the upstream, a
     // stand-in for any MCP server, keeps tokio's default.
     let rt = if role != "upstream" {
@@ -137,14 +148,38 @@ async fn spawn(args: &[&str], home: &PathBuf) -> Client {
 }
 
 async fn spawn_program(program: &std::path::Path, args: &[&str], home: &PathBuf) -> Client {
+    ().serve(TokioChildProcess::new(command(program, args, home, "error")).expect("spawn"))
+        .await
+        .expect("handshake")
+}
+
+/// One of this executable's roles, logging at `filter` into the file `log`.
+async fn spawn_logged(
+    args: &[&str],
+    home: &PathBuf,
+    filter: &str,
+    log: &std::path::Path,
+) -> Client {
+    let exe = std::env::current_exe().expect("exe");
+    let (transport, _) = TokioChildProcess::builder(command(&exe, args, home, filter))
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("spawn");
+    ().serve(transport).await.expect("handshake")
+}
+
+fn command(
+    program: &std::path::Path,
+    args: &[&str],
+    home: &PathBuf,
+    filter: &str,
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .env("COUNTERSIGN_HOME", home)
         .env("COUNTERSIGN_TOKEN_SECRET", "ab".repeat(32))
-        .env("RUST_LOG", "error");
-    ().serve(TokioChildProcess::new(cmd).expect("spawn"))
-        .await
-        .expect("handshake")
+        .env("RUST_LOG", filter);
+    cmd
 }
 
 /// What a run times once its `write` is proposed and approved, untimed.
@@ -375,6 +410,71 @@ fn interleaved_after_approval(
     );
 }
 
+/// The gate's own time inside the proxy, as the gate logs it per run (`gate_us`: the run minus
+/// its action; `claim_us` and `outcome_us`: its two transactions; `action_us`: the upstream
+/// call): `rounds`
+/// executes through `client`, a proxy logging `countersign_gate` at debug into `log`, each
+/// after an untimed propose and approve. The end-to-end gate share above also holds what the
+/// MCP layer and the process hops add; this is the gate's part of it, measured where it runs.
+fn gate_own_time(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    approver: &countersign_gate::Gate,
+    op: &std::sync::atomic::AtomicU64,
+    text: &str,
+    rounds: usize,
+    log: &std::path::Path,
+) {
+    let warm = rounds / 10;
+    let mut whole = Vec::with_capacity(rounds);
+    rt.block_on(async {
+        for round in 0..rounds + warm {
+            let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let spent = timed_after_approval(client, approver, text, n, Timed::Execute).await;
+            if round >= warm {
+                whole.push(spent.as_secs_f64() * 1e6);
+            }
+        }
+    });
+    // The gate logs each run before the reply leaves, so every line is in the file by now.
+    let logged = std::fs::read_to_string(log).expect("proxy log");
+    let runs: Vec<[f64; 4]> = logged
+        .lines()
+        .filter(|l| l.contains("run recorded"))
+        .skip(warm)
+        .map(|l| {
+            ["gate_us", "claim_us", "outcome_us", "action_us"]
+                .map(|name| logged_field(l, name).unwrap_or_else(|| panic!("{name} in {l}")))
+        })
+        .collect();
+    assert_eq!(runs.len(), rounds, "one logged run per execute");
+    let median = |i: usize| {
+        let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    whole.sort_by(f64::total_cmp);
+    println!(
+        "mcp_stdio gate's own time inside the proxy, {rounds} runs: gate {:.1} µs (claim {:.1} \
+         µs, outcome {:.1} µs), action {:.1} µs; the whole execute as the client saw it {:.1} µs",
+        median(0),
+        median(1),
+        median(2),
+        median(3),
+        whole[whole.len() / 2]
+    );
+}
+
+/// The number after ` name=` in a log line.
+fn logged_field(line: &str, name: &str) -> Option<f64> {
+    let key = format!(" {name}=");
+    let rest = &line[line.find(&key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// The Node.js filesystem server reached directly, through the relay and through the proxy.
 struct NodeClients {
     direct: Client,
@@ -509,6 +609,17 @@ fn main() {
             text,
             600,
         );
+        let log = home_path.join("proxy-gate.log");
+        let logged = rt.block_on(spawn_logged(
+            &["--role", "proxy", &store],
+            &home_path,
+            "error,countersign_gate=debug",
+            &log,
+        ));
+        gate_own_time(&rt, &logged, &approver, &op, text, 600, &log);
+        rt.block_on(async {
+            let _ = logged.cancel().await;
+        });
     }
     let mut group = c.benchmark_group("mcp_stdio_node");
     match &node {

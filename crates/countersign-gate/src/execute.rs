@@ -6,6 +6,13 @@
 //! it; count the rate ceiling; then, in the same transaction, consume the approval and journal the
 //! run as `running` — before the action is called. A crash after that point can never lead to a
 //! second call unless the policy declares the tool idempotent.
+//!
+//! Each run logs, at `debug`, how long the gate held it (`gate_us`: everything but the action,
+//! of which `claim_us` is up to the journaling transaction's commit and `outcome_us` the
+//! outcome's transaction) and how long the action took (`action_us`): the gate's own share of a
+//! gated call, read off a live server.
+
+use std::time::{Duration, Instant};
 
 use countersign_canon::{Digest, Domain, Object, Revision, Value, digest};
 
@@ -47,6 +54,10 @@ pub fn fingerprint(draft_id: &str, revision: &Revision) -> Digest {
     digest(Domain::Fingerprint, &Value::Object(o).to_canonical_bytes())
 }
 
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
 fn check_operation_id(op: &str) -> Result<()> {
     if op.is_empty() || op.len() > MAX_OPERATION_ID_LEN || !op.bytes().all(|b| b.is_ascii_graphic())
     {
@@ -85,6 +96,7 @@ impl Gate {
         operation_id: &str,
         port: &dyn ActionPort,
     ) -> Result<Execution> {
+        let started = Instant::now();
         let now = self.now();
         let parsed = check_operation_id(operation_id)
             .and_then(|()| parse_revision(revision))
@@ -136,6 +148,7 @@ impl Gate {
             commit
         };
         self.commit(&keys, &mut step).await?;
+        let claimed = started.elapsed();
         let draft = match verdict {
             Some(Verdict::Run(draft)) => draft,
             Some(Verdict::Replay(op)) => {
@@ -173,10 +186,21 @@ impl Gate {
             args,
             envelope: draft.canonical.clone(),
         };
+        let called = Instant::now();
         let outcome = port.call(call).await;
+        let action = called.elapsed();
         self.record_outcome(&id, operation_id, &attempt.tag, &outcome)
             .await;
         drop(attempt);
+        tracing::debug!(
+            draft = %id.as_str(),
+            operation = operation_id,
+            gate_us = micros(started.elapsed().saturating_sub(action)),
+            claim_us = micros(claimed),
+            outcome_us = micros(called.elapsed().saturating_sub(action)),
+            action_us = micros(action),
+            "run recorded"
+        );
         match outcome {
             Ok(output) => Ok(Execution {
                 draft_id: id,

@@ -115,6 +115,28 @@ impl Home {
             .0
     }
 
+    /// The proxy in front of the test upstream, logging at `filter` (`RUST_LOG`) into the file
+    /// `log` (its stderr).
+    pub(crate) async fn logging_proxy(&self, filter: &str, log: &Path) -> Client {
+        let mut cmd = tokio::process::Command::new(mcp_bin());
+        cmd.args([
+            "--upstream",
+            "--",
+            upstream_bin().to_str().expect("utf-8 path"),
+        ]);
+        self.env(&mut cmd);
+        cmd.env(
+            "UPSTREAM_DESCRIPTION_FILE",
+            self.path().join("description.txt"),
+        )
+        .env("RUST_LOG", filter);
+        let (child, _) = TokioChildProcess::builder(cmd)
+            .stderr(std::fs::File::create(log).expect("log file"))
+            .spawn()
+            .expect("spawn countersign-mcp");
+        ().serve(child).await.expect("handshake")
+    }
+
     async fn proxy_with(&self, extra: &[(&str, &Path)]) -> (Client, u32) {
         let up = upstream_bin();
         let up = up.to_str().expect("utf-8 path");

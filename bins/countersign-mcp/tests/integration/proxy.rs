@@ -181,3 +181,60 @@ async fn confirm_mode_dry_run_token_and_replay() {
     assert_eq!(home.lines("log.txt"), vec!["confirmed"]);
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn each_run_logs_the_gates_own_time_to_stderr_at_debug() {
+    let home = Home::new(UPSTREAM_POLICY);
+    let log = home.path().join("stderr.log");
+    let client = home.logging_proxy("countersign_gate=debug", &log).await;
+    let target = home.path().join("log.txt");
+    let (draft, revision) = propose(
+        &client,
+        "append_line",
+        json!({"path": target, "line": "a line only the file may hold"}),
+    )
+    .await;
+    home.approve(&draft, &revision);
+    let r = execute(&client, &draft, &revision, "timed-1").await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(home.lines("log.txt"), vec!["a line only the file may hold"]);
+    // The event is written before the reply leaves, so it is in the file now.
+    let logged = std::fs::read_to_string(&log).expect("stderr log");
+    let runs: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("run recorded"))
+        .collect();
+    assert_eq!(runs.len(), 1, "{logged}");
+    let line = runs[0];
+    let field = |name: &str| -> u64 {
+        let key = format!(" {name}=");
+        let at = line
+            .find(&key)
+            .unwrap_or_else(|| panic!("{name} in {line}"))
+            + key.len();
+        line[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{name} is a number in {line}"))
+    };
+    let (gate, claim, outcome) = (field("gate_us"), field("claim_us"), field("outcome_us"));
+    let action = field("action_us");
+    assert!(
+        claim > 0 && outcome > 0 && claim + outcome <= gate,
+        "{line}"
+    );
+    assert!(action > 0, "{line}");
+    assert!(line.contains(&draft) && line.contains("timed-1"), "{line}");
+    // Ids and times only: the approved arguments never reach the log.
+    assert!(
+        !logged.contains("a line only the file may hold"),
+        "{logged}"
+    );
+    // A replay runs nothing and logs no run.
+    let again = execute(&client, &draft, &revision, "timed-1").await;
+    assert_eq!(sc(&again)["replay"], true, "{again:?}");
+    let logged = std::fs::read_to_string(&log).expect("stderr log");
+    assert_eq!(logged.matches("run recorded").count(), 1, "{logged}");
+    client.cancel().await.expect("close");
+}
