@@ -412,10 +412,10 @@ fn interleaved_after_approval(
 
 /// The gate's own time inside the proxy, as the gate logs it per run (`gate_us`: the run minus
 /// its action; `claim_us` and `outcome_us`: its two transactions; `action_us`: the upstream
-/// call): `rounds`
-/// executes through `client`, a proxy logging `countersign_gate` at debug into `log`, each
-/// after an untimed propose and approve. The end-to-end gate share above also holds what the
-/// MCP layer and the process hops add; this is the gate's part of it, measured where it runs.
+/// call): `rounds` executes through `client`, a proxy logging `countersign_gate` at debug into
+/// `log`, each after an untimed propose and approve. The end-to-end gate share also holds what
+/// the MCP layer and the process hops add; this is the gate's part of it, measured where it
+/// runs.
 fn gate_own_time(
     rt: &tokio::runtime::Runtime,
     client: &Client,
@@ -440,7 +440,7 @@ fn gate_own_time(
     let logged = std::fs::read_to_string(log).expect("proxy log");
     let runs: Vec<[f64; 4]> = logged
         .lines()
-        .filter(|l| l.contains("run recorded"))
+        .filter(|l| l.contains("run finished"))
         .skip(warm)
         .map(|l| {
             ["gate_us", "claim_us", "outcome_us", "action_us"]

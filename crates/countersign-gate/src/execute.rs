@@ -192,6 +192,7 @@ impl Gate {
         self.record_outcome(&id, operation_id, &attempt.tag, &outcome)
             .await;
         drop(attempt);
+        // Logged whether or not the outcome could be stored (a failure there warns on its own).
         tracing::debug!(
             draft = %id.as_str(),
             operation = operation_id,
@@ -199,7 +200,7 @@ impl Gate {
             claim_us = micros(claimed),
             outcome_us = micros(called.elapsed().saturating_sub(action)),
             action_us = micros(action),
-            "run recorded"
+            "run finished"
         );
         match outcome {
             Ok(output) => Ok(Execution {

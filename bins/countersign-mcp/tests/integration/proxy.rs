@@ -202,7 +202,7 @@ async fn each_run_logs_the_gates_own_time_to_stderr_at_debug() {
     let logged = std::fs::read_to_string(&log).expect("stderr log");
     let runs: Vec<&str> = logged
         .lines()
-        .filter(|l| l.contains("run recorded"))
+        .filter(|l| l.contains("run finished"))
         .collect();
     assert_eq!(runs.len(), 1, "{logged}");
     let line = runs[0];
@@ -235,6 +235,6 @@ async fn each_run_logs_the_gates_own_time_to_stderr_at_debug() {
     let again = execute(&client, &draft, &revision, "timed-1").await;
     assert_eq!(sc(&again)["replay"], true, "{again:?}");
     let logged = std::fs::read_to_string(&log).expect("stderr log");
-    assert_eq!(logged.matches("run recorded").count(), 1, "{logged}");
+    assert_eq!(logged.matches("run finished").count(), 1, "{logged}");
     client.cancel().await.expect("close");
 }
