@@ -365,10 +365,6 @@ async fn take_turns(
 
 /// Prints each path's median and the median of its per-round difference to the first path.
 fn report(label: &str, names: &[&str], rounds: usize, times: Vec<Vec<f64>>) {
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     let base = median(times[0].clone());
     let mut line = format!(
         "{label} interleaved, {rounds} rounds: {} {base:.1} µs",
@@ -448,21 +444,22 @@ fn gate_own_time(
         })
         .collect();
     assert_eq!(runs.len(), rounds, "one logged run per execute");
-    let median = |i: usize| {
-        let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    whole.sort_by(f64::total_cmp);
+    let field = |i: usize| median(runs.iter().map(|r| r[i]).collect());
     println!(
         "mcp_stdio gate's own time inside the proxy, {rounds} runs: gate {:.1} µs (claim {:.1} \
          µs, outcome {:.1} µs), action {:.1} µs; the whole execute as the client saw it {:.1} µs",
-        median(0),
-        median(1),
-        median(2),
-        median(3),
-        whole[whole.len() / 2]
+        field(0),
+        field(1),
+        field(2),
+        field(3),
+        median(whole)
     );
+}
+
+/// The middle value (the upper one of an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 /// The number after ` name=` in a log line.

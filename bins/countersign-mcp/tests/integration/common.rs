@@ -44,6 +44,13 @@ pub(crate) fn upstream_bin() -> PathBuf {
     p
 }
 
+/// Starts `cmd` (a `countersign-mcp` server over stdio) as an rmcp client; also returns its pid.
+async fn serve_pid(cmd: tokio::process::Command) -> (Client, u32) {
+    let child = TokioChildProcess::new(cmd).expect("spawn countersign-mcp");
+    let pid = child.id().expect("pid");
+    (().serve(child).await.expect("handshake"), pid)
+}
+
 /// A private home folder with a policy file and the settings both binaries read.
 pub(crate) struct Home {
     pub(crate) dir: tempfile::TempDir,
@@ -87,15 +94,18 @@ impl Home {
 
     /// As `connect_env`, also returning the server's process id.
     pub(crate) async fn connect_pid(&self, args: &[&str], env: &[(&str, &Path)]) -> (Client, u32) {
+        serve_pid(self.command(args, env)).await
+    }
+
+    /// `countersign-mcp ARGS…` in this home, with `env` on top.
+    fn command(&self, args: &[&str], env: &[(&str, &Path)]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(mcp_bin());
         cmd.args(args);
         self.env(&mut cmd);
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = TokioChildProcess::new(cmd).expect("spawn countersign-mcp");
-        let pid = child.id().expect("pid");
-        (().serve(child).await.expect("handshake"), pid)
+        cmd
     }
 
     /// The proxy in front of the test upstream.
@@ -118,18 +128,7 @@ impl Home {
     /// The proxy in front of the test upstream, logging at `filter` (`RUST_LOG`) into the file
     /// `log` (its stderr).
     pub(crate) async fn logging_proxy(&self, filter: &str, log: &Path) -> Client {
-        let mut cmd = tokio::process::Command::new(mcp_bin());
-        cmd.args([
-            "--upstream",
-            "--",
-            upstream_bin().to_str().expect("utf-8 path"),
-        ]);
-        self.env(&mut cmd);
-        cmd.env(
-            "UPSTREAM_DESCRIPTION_FILE",
-            self.path().join("description.txt"),
-        )
-        .env("RUST_LOG", filter);
+        let cmd = self.proxy_command(&[("RUST_LOG", Path::new(filter))]);
         let (child, _) = TokioChildProcess::builder(cmd)
             .stderr(std::fs::File::create(log).expect("log file"))
             .spawn()
@@ -138,12 +137,18 @@ impl Home {
     }
 
     async fn proxy_with(&self, extra: &[(&str, &Path)]) -> (Client, u32) {
+        serve_pid(self.proxy_command(extra)).await
+    }
+
+    /// `countersign-mcp --upstream -- test_upstream`, the upstream reading its description from
+    /// `description.txt` in this home, with `extra` on top.
+    fn proxy_command(&self, extra: &[(&str, &Path)]) -> tokio::process::Command {
         let up = upstream_bin();
         let up = up.to_str().expect("utf-8 path");
         let description = self.path().join("description.txt");
         let mut env = vec![("UPSTREAM_DESCRIPTION_FILE", description.as_path())];
         env.extend_from_slice(extra);
-        self.connect_pid(&["--upstream", "--", up], &env).await
+        self.command(&["--upstream", "--", up], &env)
     }
 
     /// Runs the `countersign` CLI with this home; returns (exit code, stdout, stderr).
