@@ -119,7 +119,7 @@ fn judge_probe(
         && probe.id.is_some()
         && let Some(args) = probe.params.as_ref().and_then(|p| p.arguments)
     {
-        let start = offset_in(line, args.get().as_bytes());
+        let (start, _) = span(line, args.get().as_bytes());
         if let Err(e) =
             countersign_canon::check(args.get().as_bytes(), Profile::CountersignV1, limits)
         {
@@ -143,8 +143,13 @@ fn judge_probe(
 }
 
 /// Where `part` (a slice of `whole`) starts inside `whole`.
-fn offset_in(whole: &[u8], part: &[u8]) -> usize {
-    (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize)
+/// Where `part`, a slice borrowed from `whole` (as serde_json's `RawValue`s of a judged line
+/// are), lies in it: `(start, end)`, clamped to `whole`. This is how a relay finds an id to swap
+/// in place without parsing the line again.
+pub(crate) fn span(whole: &[u8], part: &[u8]) -> (usize, usize) {
+    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
+    let start = start.min(whole.len());
+    (start, start.saturating_add(part.len()).min(whole.len()))
 }
 
 fn parse_error(id: &Value, message: &str) -> Vec<u8> {
@@ -243,8 +248,8 @@ mod tests {
         assert_eq!(call.id.get(), r#""a\u0062""#);
         assert_eq!(call.name, "echo");
         // The id is a slice of the judged line, so a relay can swap it in place.
-        let at = offset_in(line, call.id.get().as_bytes());
-        assert_eq!(&line[at..at + call.id.get().len()], br#""a\u0062""#);
+        let (s, e) = span(line, call.id.get().as_bytes());
+        assert_eq!(&line[s..e], br#""a\u0062""#);
     }
 
     #[test]

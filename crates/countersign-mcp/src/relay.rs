@@ -25,6 +25,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::error::Error;
+use crate::guard::span;
 
 /// Where the answer to a relayed frame goes: one line to the client that sent it.
 #[async_trait]
@@ -131,12 +132,6 @@ impl Link {
 }
 
 /// Where `part` (a slice of `whole`) starts and ends inside `whole`.
-fn span(whole: &[u8], part: &[u8]) -> (usize, usize) {
-    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
-    let start = start.min(whole.len());
-    (start, start.saturating_add(part.len()).min(whole.len()))
-}
-
 fn refusal_frame(id: &RawValue, error: &Error) -> Vec<u8> {
     let result = serde_json::to_string(&error.to_result()).unwrap_or_else(|_| "null".into());
     format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get()).into_bytes()
