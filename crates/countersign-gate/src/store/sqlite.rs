@@ -336,10 +336,41 @@ fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
         .transpose()
 }
 
+/// Whether `after` is `before`, the draft this transaction read, with nothing but its state
+/// changed. Every field is named, so a field added to [`Draft`] must be decided on here.
+fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
+    let Some(before) = before else {
+        return false;
+    };
+    let Draft {
+        id,
+        action,
+        risk,
+        seq,
+        revision,
+        canonical,
+        hidden,
+        principal,
+        created_at,
+        expires_at,
+        state: _,
+    } = after;
+    *id == before.id
+        && *action == before.action
+        && *risk == before.risk
+        && *seq == before.seq
+        && *revision == before.revision
+        && *canonical == before.canonical
+        && *hidden == before.hidden
+        && *principal == before.principal
+        && *created_at == before.created_at
+        && *expires_at == before.expires_at
+}
+
 fn write(
     conn: &Connection,
     window: Option<&(String, i64)>,
-    stored: Option<(&DraftId, u32)>,
+    stored: Option<&Draft>,
     commit: Commit,
 ) -> Result<Vec<AuditRecord>> {
     // Whether the stored draft row may be at another revision than the one written now: then
@@ -347,7 +378,7 @@ fn write(
     // draft's. A draft read by this transaction says so itself; a draft not read (a proposal)
     // is looked up.
     let moves_on = match (&commit.draft, stored) {
-        (Some(d), Some((id, seq))) if *id == d.id => seq != d.seq,
+        (Some(d), Some(s)) if s.id == d.id => s.seq != d.seq,
         (Some(_), _) => true,
         (None, _) => false,
     };
@@ -382,7 +413,20 @@ fn write(
         ])
         .map_err(db)?;
     }
-    if let Some(d) = commit.draft {
+    if let Some(d) = commit
+        .draft
+        .as_ref()
+        .filter(|d| only_state_moved(stored, d))
+    {
+        // An approval, a run's claim and its outcome move only the state: the upsert would
+        // serialize and bind the envelope, principal and hidden fields again to write them
+        // unchanged (4.5 % of a propose–approve–execute cycle's instructions).
+        let (state, detail) = state_to_row(&d.state);
+        conn.prepare_cached("UPDATE gate_drafts SET state = ?2, detail = ?3 WHERE id = ?1")
+            .map_err(db)?
+            .execute(params![d.id.as_str(), state, detail])
+            .map_err(db)?;
+    } else if let Some(d) = commit.draft {
         let (state, detail) = state_to_row(&d.state);
         let sql = format!(
             "INSERT INTO gate_drafts ({DRAFT_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)
@@ -494,7 +538,8 @@ impl GateStore for SqliteStore {
             Some(id) => get_draft(tx.conn, id)?,
             None => None,
         };
-        let stored = draft.as_ref().map(|d| (d.id.clone(), d.seq));
+        // Kept to tell a write that only moves the draft's state from one that changes its row.
+        let stored = draft.clone();
         let window = match (&draft, keys.rate) {
             (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
             _ => None,
@@ -525,12 +570,7 @@ impl GateStore for SqliteStore {
             rate,
         };
         let commit = step(snapshot);
-        let sealed = write(
-            tx.conn,
-            window.as_ref(),
-            stored.as_ref().map(|(id, seq)| (id, *seq)),
-            commit,
-        )?;
+        let sealed = write(tx.conn, window.as_ref(), stored.as_ref(), commit)?;
         tx.commit()?;
         if let Some(c) = &self.checkpoint {
             c.committed();
