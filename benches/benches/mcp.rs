@@ -23,7 +23,9 @@
 //! it those rows say they are skipped.
 //!
 //! Between the groups, `… interleaved` lines time the same comparisons taking turns (see
-//! [`take_turns`]); `--bench interleaved` runs only those.
+//! [`take_turns`]); `--bench interleaved` runs only those. Two more lines read the gate's side
+//! off proxies that log it: its own time per run ([`gate_own_time`]) and where its two
+//! transactions spend theirs ([`transaction_phases`]).
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -406,32 +408,39 @@ fn interleaved_after_approval(
     );
 }
 
+/// Executes of approved drafts, each after an untimed propose and approve.
+struct Executes<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    approver: &'a countersign_gate::Gate,
+    op: &'a std::sync::atomic::AtomicU64,
+    text: &'a str,
+}
+
+impl Executes<'_> {
+    /// Runs `count` of them through `client`: each one's time as the client saw it, in µs.
+    fn run(&self, client: &Client, count: usize) -> Vec<f64> {
+        self.rt.block_on(async {
+            let mut spent = Vec::with_capacity(count);
+            for _ in 0..count {
+                let n = self.op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let t =
+                    timed_after_approval(client, self.approver, self.text, n, Timed::Execute).await;
+                spent.push(t.as_secs_f64() * 1e6);
+            }
+            spent
+        })
+    }
+}
+
 /// The gate's own time inside the proxy, as the gate logs it per run (`gate_us`: the run minus
 /// its action; `claim_us` and `outcome_us`: its two transactions; `action_us`: the upstream
 /// call): `rounds` executes through `client`, a proxy logging `countersign_gate` at debug into
 /// `log`, each after an untimed propose and approve. The end-to-end gate share also holds what
 /// the MCP layer and the process hops add; this is the gate's part of it, measured where it
 /// runs.
-fn gate_own_time(
-    rt: &tokio::runtime::Runtime,
-    client: &Client,
-    approver: &countersign_gate::Gate,
-    op: &std::sync::atomic::AtomicU64,
-    text: &str,
-    rounds: usize,
-    log: &std::path::Path,
-) {
+fn gate_own_time(runs: &Executes<'_>, client: &Client, rounds: usize, log: &std::path::Path) {
     let warm = rounds / 10;
-    let mut whole = Vec::with_capacity(rounds);
-    rt.block_on(async {
-        for round in 0..rounds + warm {
-            let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let spent = timed_after_approval(client, approver, text, n, Timed::Execute).await;
-            if round >= warm {
-                whole.push(spent.as_secs_f64() * 1e6);
-            }
-        }
-    });
+    let whole = runs.run(client, rounds + warm).split_off(warm);
     // The gate logs each run before the reply leaves, so every line is in the file by now.
     let logged = std::fs::read_to_string(log).expect("proxy log");
     let runs: Vec<[f64; 4]> = logged
@@ -453,6 +462,53 @@ fn gate_own_time(
         field(2),
         field(3),
         median(whole)
+    );
+}
+
+/// Where the time of the gate's two transactions per run goes inside the proxy, as the SQLite
+/// store logs each at `trace` (taking the write lock, reading, the gate's decision, writing,
+/// committing): `rounds` executes through `client`, a proxy logging into `log`, each after an
+/// untimed propose and approve. Of each run's transactions, the last two before its `run
+/// finished` line are its claim and its outcome.
+fn transaction_phases(runs: &Executes<'_>, client: &Client, rounds: usize, log: &std::path::Path) {
+    let warm = rounds / 10;
+    runs.run(client, rounds + warm);
+    const PHASES: [&str; 5] = ["begin_us", "read_us", "decide_us", "write_us", "commit_us"];
+    let logged = std::fs::read_to_string(log).expect("proxy log");
+    let (mut claims, mut outcomes, mut since) = (Vec::new(), Vec::new(), Vec::new());
+    for line in logged.lines() {
+        if line.contains("transaction committed") {
+            since.push(PHASES.map(|name| {
+                logged_field(line, name).unwrap_or_else(|| panic!("{name} in {line}"))
+            }));
+        } else if line.contains("run finished") {
+            let [.., claim, outcome] = since[..] else {
+                panic!("a run with fewer than two transactions before: {line}");
+            };
+            claims.push(claim);
+            outcomes.push(outcome);
+            since.clear();
+        }
+    }
+    assert_eq!(claims.len(), rounds + warm, "one logged run per execute");
+    let show = |runs: &[[f64; 5]]| {
+        let runs = &runs[warm..];
+        let phase = |i: usize| median(runs.iter().map(|r| r[i]).collect());
+        format!(
+            "begin {:.0}, read {:.0}, decide {:.0}, write {:.0}, commit {:.0} (whole {:.0})",
+            phase(0),
+            phase(1),
+            phase(2),
+            phase(3),
+            phase(4),
+            median(runs.iter().map(|r| r.iter().sum()).collect()),
+        )
+    };
+    println!(
+        "mcp_stdio the gate's transactions inside the proxy, {rounds} runs, medians in µs: \
+         claim: {}; outcome: {}",
+        show(&claims),
+        show(&outcomes)
     );
 }
 
@@ -613,9 +669,27 @@ fn main() {
             "error,countersign_gate=debug",
             &log,
         ));
-        gate_own_time(&rt, &logged, &approver, &op, text, 600, &log);
+        let runs = Executes {
+            rt: &rt,
+            approver: &approver,
+            op: &op,
+            text,
+        };
+        gate_own_time(&runs, &logged, 600, &log);
         rt.block_on(async {
             let _ = logged.cancel().await;
+        });
+        // Apart from the proxy above: its lines would add their own writes to the gate's time.
+        let log = home_path.join("proxy-phases.log");
+        let traced = rt.block_on(spawn_logged(
+            &["--role", "proxy", &store],
+            &home_path,
+            "error,countersign_gate::execute=debug,countersign_gate::store=trace",
+            &log,
+        ));
+        transaction_phases(&runs, &traced, 300, &log);
+        rt.block_on(async {
+            let _ = traced.cancel().await;
         });
     }
     let mut group = c.benchmark_group("mcp_stdio_node");

@@ -18,6 +18,8 @@ mod checkpoint;
 #[doc(hidden)]
 pub mod conformance;
 pub mod memory;
+#[cfg(feature = "sqlite")]
+mod phases;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]

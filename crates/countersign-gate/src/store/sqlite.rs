@@ -15,6 +15,7 @@ use countersign_replay::sqlite_schema::{MigrateError, migrate as migrate_schema}
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
+use super::phases::{Phase, Phases};
 use super::rows::{
     hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
     state_from_row, state_to_row,
@@ -532,8 +533,10 @@ fn write(
 #[async_trait]
 impl GateStore for SqliteStore {
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
+        let mut phases = Phases::start();
         let conn = self.lock()?;
         let tx = Immediate::begin(&conn)?;
+        phases.reached(Phase::Begin);
         let draft = match &keys.draft {
             Some(id) => get_draft(tx.conn, id)?,
             None => None,
@@ -569,9 +572,14 @@ impl GateStore for SqliteStore {
             },
             rate,
         };
+        phases.reached(Phase::Read);
         let commit = step(snapshot);
+        phases.reached(Phase::Decide);
         let sealed = write(tx.conn, window.as_ref(), stored.as_ref(), commit)?;
+        phases.reached(Phase::Write);
         tx.commit()?;
+        phases.reached(Phase::Commit);
+        phases.log();
         if let Some(c) = &self.checkpoint {
             c.committed();
         }
