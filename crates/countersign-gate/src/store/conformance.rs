@@ -12,7 +12,7 @@ use crate::audit::verify;
 use crate::gate::{Clock, Gate, Proposal};
 use crate::model::{Draft, OpStatus};
 use crate::policy::{Channel, Policy};
-use crate::store::GateStore;
+use crate::store::{Commit, GateStore, Snapshot, TxKeys};
 
 /// The policy the suite runs under.
 pub const POLICY: &str = r#"
@@ -186,6 +186,69 @@ fn execute_together(
             })
         })
         .collect()
+}
+
+/// A state-only move, a row change with the state kept, and both at once, each committed
+/// through `writer` and read back through `reader` (another connection to the same store, as
+/// another process or replica reads it): exactly the draft committed each time. A store that
+/// writes a state-only move with a narrower statement must not lose a field doing it.
+///
+/// # Panics
+/// When a draft read back differs from the one committed.
+pub async fn state_moves_and_row_changes(writer: Arc<dyn GateStore>, reader: &dyn GateStore) {
+    let g = gate(writer.clone(), ManualClock::at(T0));
+    let proposed = propose(&g, "publish_post", r#"{"title":"a","body":"b"}"#).await;
+    let approved = approved(&g, "publish_post", r#"{"title":"c","body":"d"}"#).await;
+    let approved = reader
+        .draft(&approved.id)
+        .await
+        .expect("read")
+        .expect("draft");
+    let commit_and_reread = async |before: &Draft, change: &(dyn Fn(&mut Draft) + Sync)| {
+        let keys = TxKeys {
+            draft: Some(before.id.clone()),
+            ..TxKeys::default()
+        };
+        let mut written = None;
+        let mut step = |snap: Snapshot| {
+            let mut d = snap.draft.expect("the draft is read");
+            change(&mut d);
+            written = Some(d.clone());
+            Commit {
+                draft: Some(d),
+                ..Commit::default()
+            }
+        };
+        writer.transact(&keys, &mut step).await.expect("commit");
+        let read = reader
+            .draft(&before.id)
+            .await
+            .expect("read")
+            .expect("draft");
+        (written.expect("step ran"), read)
+    };
+
+    // Only the state moves (the approval's own state onto the other draft): the narrow write.
+    let (written, read) = commit_and_reread(&proposed, &|d| d.state = approved.state.clone()).await;
+    assert_eq!(read, written);
+    assert_ne!(read.state, proposed.state, "the state was written");
+
+    // The state stays and another field changes: the narrow write would lose it.
+    let before = read;
+    let (written, read) = commit_and_reread(&before, &|d| d.expires_at += 60_000).await;
+    assert_eq!(read, written);
+    assert_eq!(read.expires_at, before.expires_at + 60_000);
+
+    // Both change at once: still the whole row.
+    let before = read;
+    let (written, read) = commit_and_reread(&before, &|d| {
+        d.state = proposed.state.clone();
+        d.hidden = vec!["/body".into()];
+    })
+    .await;
+    assert_eq!(read, written);
+    assert_eq!(read.hidden, ["/body"]);
+    assert_eq!(read.state, proposed.state);
 }
 
 /// Runs every scenario against fresh stores from `make`.

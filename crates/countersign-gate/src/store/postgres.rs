@@ -22,8 +22,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
 use super::rows::{
-    hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
-    state_from_row, state_to_row,
+    hidden_from_row, hidden_to_row, only_state_moved, principal_from_row, principal_to_row,
+    revision_from_row, state_from_row, state_to_row,
 };
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, Unchained};
@@ -138,6 +138,7 @@ struct Sql {
     op: String,
     rate: String,
     upsert_draft: String,
+    draft_state: String,
     revision: String,
     upsert_op: String,
     rate_trim: String,
@@ -164,6 +165,12 @@ impl Sql {
                  ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
                  canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
                  state=EXCLUDED.state, detail=EXCLUDED.detail"
+            ),
+            // An approval, a claim and an outcome move only the state: the upsert would send
+            // the envelope again and make the server write it again (a new TOAST value and
+            // its WAL for every large one), three times per run.
+            draft_state: format!(
+                "UPDATE {s}.gate_drafts SET state = $2, detail = $3 WHERE id = $1"
             ),
             revision: format!(
                 "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at)
@@ -247,6 +254,7 @@ struct Statements {
     op: tokio_postgres::Statement,
     rate: tokio_postgres::Statement,
     upsert_draft: tokio_postgres::Statement,
+    draft_state: tokio_postgres::Statement,
     revision: tokio_postgres::Statement,
     upsert_op: tokio_postgres::Statement,
     rate_trim: tokio_postgres::Statement,
@@ -264,6 +272,7 @@ impl Statements {
             op: prepare(c, &q.op).await?,
             rate: prepare(c, &q.rate).await?,
             upsert_draft: prepare(c, &q.upsert_draft).await?,
+            draft_state: prepare(c, &q.draft_state).await?,
             revision: prepare(c, &q.revision).await?,
             upsert_op: prepare(c, &q.upsert_op).await?,
             rate_trim: prepare(c, &q.rate_trim).await?,
@@ -513,11 +522,18 @@ type Sent<'a> = Pin<
     >,
 >;
 
+/// How a commit's draft row is written.
+enum DraftRow {
+    /// The whole row: seq, revision, hidden, principal, state, detail.
+    Whole(i64, String, String, String, &'static str, String),
+    /// Only the state, which alone moved from the row this transaction read: state, detail.
+    State(&'static str, String),
+}
+
 /// A commit's values in the types its statements bind.
 struct Bound<'c> {
     commit: &'c Commit,
-    /// seq, revision, hidden, principal, state, detail.
-    draft: Option<(i64, String, String, String, &'static str, String)>,
+    draft: Option<DraftRow>,
     /// seq, revision.
     revision: Option<(i64, String)>,
     /// fingerprint, revision, attempts.
@@ -525,12 +541,16 @@ struct Bound<'c> {
 }
 
 impl<'c> Bound<'c> {
-    fn new(commit: &'c Commit) -> Self {
+    /// `stored`: the draft row this transaction read, if any.
+    fn new(commit: &'c Commit, stored: Option<&Draft>) -> Self {
         Bound {
             commit,
             draft: commit.draft.as_ref().map(|d| {
                 let (state, detail) = state_to_row(&d.state);
-                (
+                if only_state_moved(stored, d) {
+                    return DraftRow::State(state, detail);
+                }
+                DraftRow::Whole(
                     i64::from(d.seq),
                     d.revision.to_hex(),
                     hidden_to_row(&d.hidden),
@@ -565,7 +585,15 @@ fn writes<'a>(
     out: &mut Vec<Sent<'a>>,
 ) {
     let c = b.commit;
-    if let (Some(d), Some((seq, revision, hidden, principal, state, detail))) = (&c.draft, &b.draft)
+    if let (Some(d), Some(DraftRow::State(state, detail))) = (&c.draft, &b.draft) {
+        out.push(Box::pin(async move {
+            tx.execute(&st.draft_state, &[&d.id.as_str(), state, detail])
+                .await
+                .map(|_| Vec::new())
+        }));
+    }
+    if let (Some(d), Some(DraftRow::Whole(seq, revision, hidden, principal, state, detail))) =
+        (&c.draft, &b.draft)
     {
         out.push(Box::pin(async move {
             tx.execute(
@@ -820,6 +848,8 @@ impl PostgresStore {
             }
             None => RateWindow::default(),
         };
+        // Kept to tell a write that only moves the draft's state from one that changes its row.
+        let stored = draft.clone();
         let mut commit: Commit = step(Snapshot {
             draft,
             operation,
@@ -833,7 +863,7 @@ impl PostgresStore {
             .into_iter()
             .map(Unchained::new)
             .collect();
-        let bound = Bound::new(&commit);
+        let bound = Bound::new(&commit, stored.as_ref());
         let mut sent = Vec::new();
         writes(
             tx,

@@ -4,11 +4,43 @@ use countersign_canon::{Principal, Revision};
 use serde_json::{Value as Json, json};
 
 use crate::error::{Error, Result};
+use crate::model::Draft;
 use crate::policy::Channel;
 use crate::state::{
     Approval, Approved, Executed, Executing, Expired, FailedRetryable, FailedTerminal,
     OutcomeUnknown, Proposed, Rejected, State,
 };
+
+/// Whether `after` is `before`, the draft this transaction read, with nothing but its state
+/// changed: the row needs only its state written. Every field is named, so a field added to [`Draft`] must be decided on here.
+pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
+    let Some(before) = before else {
+        return false;
+    };
+    let Draft {
+        id,
+        action,
+        risk,
+        seq,
+        revision,
+        canonical,
+        hidden,
+        principal,
+        created_at,
+        expires_at,
+        state: _,
+    } = after;
+    *id == before.id
+        && *action == before.action
+        && *risk == before.risk
+        && *seq == before.seq
+        && *revision == before.revision
+        && *canonical == before.canonical
+        && *hidden == before.hidden
+        && *principal == before.principal
+        && *created_at == before.created_at
+        && *expires_at == before.expires_at
+}
 
 fn corrupt(what: &str) -> Error {
     Error::store(format!("stored {what} is malformed"))

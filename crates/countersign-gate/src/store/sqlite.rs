@@ -17,8 +17,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
 use super::phases::{Phase, Phases};
 use super::rows::{
-    hidden_from_row, hidden_to_row, principal_from_row, principal_to_row, revision_from_row,
-    state_from_row, state_to_row,
+    hidden_from_row, hidden_to_row, only_state_moved, principal_from_row, principal_to_row,
+    revision_from_row, state_from_row, state_to_row,
 };
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, seal};
@@ -335,37 +335,6 @@ fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
         .optional()
         .map_err(db)?
         .transpose()
-}
-
-/// Whether `after` is `before`, the draft this transaction read, with nothing but its state
-/// changed. Every field is named, so a field added to [`Draft`] must be decided on here.
-fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
-    let Some(before) = before else {
-        return false;
-    };
-    let Draft {
-        id,
-        action,
-        risk,
-        seq,
-        revision,
-        canonical,
-        hidden,
-        principal,
-        created_at,
-        expires_at,
-        state: _,
-    } = after;
-    *id == before.id
-        && *action == before.action
-        && *risk == before.risk
-        && *seq == before.seq
-        && *revision == before.revision
-        && *canonical == before.canonical
-        && *hidden == before.hidden
-        && *principal == before.principal
-        && *created_at == before.created_at
-        && *expires_at == before.expires_at
 }
 
 fn write(

@@ -318,8 +318,11 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     // Each member decides on its own snapshot, in its own task.
     let mut asked = Vec::with_capacity(members.len());
     for m in members {
+        let draft = m.draft.as_ref().and_then(|d| drafts.remove(d.as_str()));
+        // Kept to tell a write that only moves the draft's state from one that changes its row.
+        let stored = draft.clone();
         let snapshot = Snapshot {
-            draft: m.draft.as_ref().and_then(|d| drafts.remove(d.as_str())),
+            draft,
             operation: m.operation.as_ref().and_then(|o| operations.remove(o)),
             rate: RateWindow::default(),
         };
@@ -331,14 +334,14 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
             done: done_rx,
         };
         if m.turn.send(turn).is_ok() {
-            asked.push((decided, done));
+            asked.push((decided, done, stored));
         }
     }
     let deadline = tokio::time::Instant::now() + DECIDE_WITHIN;
     let mut decided = Vec::with_capacity(asked.len());
-    for (decision, done) in asked {
+    for (decision, done, stored) in asked {
         match tokio::time::timeout_at(deadline, decision).await {
-            Ok(Ok(commit)) => decided.push((done, commit)),
+            Ok(Ok(commit)) => decided.push((done, commit, stored)),
             // Its caller is gone: it writes nothing.
             Ok(Err(_)) => {}
             Err(_) => {
@@ -352,14 +355,20 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let mut events = Vec::new();
     let mut commits = Vec::with_capacity(decided.len());
     let mut dones = Vec::with_capacity(decided.len());
-    for (done, mut commit) in decided {
+    let mut stored = Vec::with_capacity(decided.len());
+    for (done, mut commit, read) in decided {
         counts.push(commit.audit.len());
         events.append(&mut commit.audit);
         commits.push(commit);
         dones.push(done);
+        stored.push(read);
     }
     let chain: Vec<Unchained> = events.into_iter().map(Unchained::new).collect();
-    let bound: Vec<Bound<'_>> = commits.iter().map(Bound::new).collect();
+    let bound: Vec<Bound<'_>> = commits
+        .iter()
+        .zip(&stored)
+        .map(|(commit, read)| Bound::new(commit, read.as_ref()))
+        .collect();
     let mut sent = Vec::new();
     for b in &bound {
         writes(tx, &st, b, None, &mut sent);
