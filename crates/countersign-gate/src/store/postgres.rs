@@ -585,37 +585,36 @@ fn writes<'a>(
     out: &mut Vec<Sent<'a>>,
 ) {
     let c = b.commit;
-    if let (Some(d), Some(DraftRow::State(state, detail))) = (&c.draft, &b.draft) {
-        out.push(Box::pin(async move {
+    match (&c.draft, &b.draft) {
+        (Some(d), Some(DraftRow::State(state, detail))) => out.push(Box::pin(async move {
             tx.execute(&st.draft_state, &[&d.id.as_str(), state, detail])
                 .await
                 .map(|_| Vec::new())
-        }));
-    }
-    if let (Some(d), Some(DraftRow::Whole(seq, revision, hidden, principal, state, detail))) =
-        (&c.draft, &b.draft)
-    {
-        out.push(Box::pin(async move {
-            tx.execute(
-                &st.upsert_draft,
-                &[
-                    &d.id.as_str(),
-                    &d.action,
-                    &d.risk,
-                    seq,
-                    revision,
-                    &d.canonical,
-                    hidden,
-                    principal,
-                    &d.created_at,
-                    &d.expires_at,
-                    state,
-                    detail,
-                ],
-            )
-            .await
-            .map(|_| Vec::new())
-        }));
+        })),
+        (Some(d), Some(DraftRow::Whole(seq, revision, hidden, principal, state, detail))) => {
+            out.push(Box::pin(async move {
+                tx.execute(
+                    &st.upsert_draft,
+                    &[
+                        &d.id.as_str(),
+                        &d.action,
+                        &d.risk,
+                        seq,
+                        revision,
+                        &d.canonical,
+                        hidden,
+                        principal,
+                        &d.created_at,
+                        &d.expires_at,
+                        state,
+                        detail,
+                    ],
+                )
+                .await
+                .map(|_| Vec::new())
+            }));
+        }
+        _ => {}
     }
     if let (Some(r), Some((seq, revision))) = (&c.revision, &b.revision) {
         out.push(Box::pin(async move {

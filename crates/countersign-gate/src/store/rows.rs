@@ -12,7 +12,8 @@ use crate::state::{
 };
 
 /// Whether `after` is `before`, the draft this transaction read, with nothing but its state
-/// changed: the row needs only its state written. Every field is named, so a field added to [`Draft`] must be decided on here.
+/// changed: the row needs only its state written. Every field is named, so a field added to
+/// [`Draft`] must be decided on here.
 pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
     let Some(before) = before else {
         return false;
