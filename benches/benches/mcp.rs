@@ -25,7 +25,10 @@
 //! Between the groups, `… interleaved` lines time the same comparisons taking turns (see
 //! [`take_turns`]); `--bench interleaved` runs only those. Two more lines read the gate's side
 //! off proxies that log it: its own time per run ([`gate_own_time`]) and where its two
-//! transactions spend theirs ([`transaction_phases`]).
+//! transactions spend theirs ([`transaction_phases`]). A `… layout` line before them names the
+//! CPUs the run may use: on a virtual machine whose idle CPUs halt, a hop between processes on two
+//! virtual CPUs costs several times one on a shared CPU, so `taskset -c 0 BENCH --bench
+//! interleaved` (every process started inherits the set) measures the same paths without it.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -301,6 +304,12 @@ fn run_interleaved(
     echo: &CallToolRequestParams,
     node: Option<&NodeClients>,
 ) {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    println!(
+        "mcp_stdio layout: every process of this run may use CPUs {} (online: {})",
+        allowed_cpus(),
+        online.trim()
+    );
     interleaved(
         rt,
         "mcp_stdio",
@@ -510,6 +519,21 @@ fn transaction_phases(runs: &Executes<'_>, client: &Client, rounds: usize, log: 
         show(&claims),
         show(&outcomes)
     );
+}
+
+/// The CPUs this process may run on (`taskset -c 0 …` gives `0`); the processes it starts
+/// inherit them. Printed with the results because a hop between processes on two virtual CPUs
+/// can cost several times one on a shared CPU (docs/performance.md), so a number is only
+/// comparable with another of the same layout.
+fn allowed_cpus() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .map(|l| l.trim().to_owned())
+        })
+        .unwrap_or_else(|| "(unknown)".into())
 }
 
 /// The middle value (the upper one of an even count).
