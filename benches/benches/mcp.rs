@@ -542,14 +542,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The number after ` name=` in a log line.
+/// The number after ` name=` in one of the gate's timing lines.
 fn logged_field(line: &str, name: &str) -> Option<f64> {
-    let key = format!(" {name}=");
-    let rest = &line[line.find(&key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
+    countersign_gate::timing::logged_micros(line, name).map(|n| n as f64)
 }
 
 /// The Node.js filesystem server reached directly, through the relay and through the proxy.
@@ -686,35 +681,39 @@ fn main() {
             text,
             600,
         );
-        let log = home_path.join("proxy-gate.log");
-        let logged = rt.block_on(spawn_logged(
-            &["--role", "proxy", &store],
-            &home_path,
-            "error,countersign_gate=debug",
-            &log,
-        ));
         let runs = Executes {
             rt: &rt,
             approver: &approver,
             op: &op,
             text,
         };
-        gate_own_time(&runs, &logged, 600, &log);
-        rt.block_on(async {
-            let _ = logged.cancel().await;
-        });
+        let logging_proxy =
+            |filter: &str, log: &str, measure: &dyn Fn(&Client, &std::path::Path)| {
+                let log = home_path.join(log);
+                let client = rt.block_on(spawn_logged(
+                    &["--role", "proxy", &store],
+                    &home_path,
+                    filter,
+                    &log,
+                ));
+                measure(&client, &log);
+                rt.block_on(async {
+                    let _ = client.cancel().await;
+                });
+            };
+        logging_proxy(
+            "error,countersign_gate=debug",
+            "proxy-gate.log",
+            &|c, log| {
+                gate_own_time(&runs, c, 600, log);
+            },
+        );
         // Apart from the proxy above: its lines would add their own writes to the gate's time.
-        let log = home_path.join("proxy-phases.log");
-        let traced = rt.block_on(spawn_logged(
-            &["--role", "proxy", &store],
-            &home_path,
+        logging_proxy(
             "error,countersign_gate::execute=debug,countersign_gate::store=trace",
-            &log,
-        ));
-        transaction_phases(&runs, &traced, 300, &log);
-        rt.block_on(async {
-            let _ = traced.cancel().await;
-        });
+            "proxy-phases.log",
+            &|c, log| transaction_phases(&runs, c, 300, log),
+        );
     }
     let mut group = c.benchmark_group("mcp_stdio_node");
     match &node {

@@ -21,6 +21,7 @@ pub mod policy;
 pub mod privacy;
 pub mod state;
 pub mod store;
+pub mod timing;
 mod view;
 
 pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};

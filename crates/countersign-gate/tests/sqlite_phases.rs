@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use countersign_gate::SqliteStore;
 use countersign_gate::store::conformance::{ManualClock, approved, gate, propose};
+use countersign_gate::timing::logged_micros;
 
 const T0: i64 = 1_764_000_000_000;
 const FIELDS: [&str; 5] = ["begin_us", "read_us", "decide_us", "write_us", "commit_us"];
@@ -32,18 +33,9 @@ impl Captured {
         let text = String::from_utf8(self.0.lock().expect("capture").clone()).expect("utf-8");
         text.lines()
             .filter(|l| l.contains("transaction committed"))
-            .map(|l| FIELDS.map(|f| field(l, f).unwrap_or_else(|| panic!("{f} in {l}"))))
+            .map(|l| FIELDS.map(|f| logged_micros(l, f).unwrap_or_else(|| panic!("{f} in {l}"))))
             .collect()
     }
-}
-
-fn field(line: &str, name: &str) -> Option<u64> {
-    let key = format!(" {name}=");
-    let rest = &line[line.find(&key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
 }
 
 fn subscriber(filter: &str, out: &Captured) -> impl tracing::Subscriber + Send + Sync {

@@ -207,16 +207,8 @@ async fn each_run_logs_the_gates_own_time_to_stderr_at_debug() {
     assert_eq!(runs.len(), 1, "{logged}");
     let line = runs[0];
     let field = |name: &str| -> u64 {
-        let key = format!(" {name}=");
-        let at = line
-            .find(&key)
-            .unwrap_or_else(|| panic!("{name} in {line}"))
-            + key.len();
-        line[at..]
-            .split(|c: char| !c.is_ascii_digit())
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{name} is a number in {line}"))
+        countersign_gate::timing::logged_micros(line, name)
+            .unwrap_or_else(|| panic!("{name} as a number in {line}"))
     };
     let (gate, claim, outcome) = (field("gate_us"), field("claim_us"), field("outcome_us"));
     let action = field("action_us");
