@@ -15,7 +15,7 @@ use crate::store::{Commit, Snapshot};
 
 pub(crate) enum Verdict {
     Refuse(Error),
-    Replay(Operation),
+    Replay(Box<Operation>),
     Run(Box<Draft>),
 }
 
@@ -86,7 +86,7 @@ impl ClaimCtx<'_> {
                 commit
                     .audit
                     .push(event.clone().text("code", "ok").text("replay", "true"));
-                return (commit, Verdict::Replay(op));
+                return (commit, Verdict::Replay(Box::new(op)));
             }
             OpStatus::FailedTerminal => {
                 let e = Error::Upstream {
@@ -226,6 +226,7 @@ impl ClaimCtx<'_> {
         let approval = approved.approval.clone();
         draft.state = State::Executing(approved.claim(self.operation_id.to_owned()));
         let op = Operation {
+            principal: draft.principal.clone(),
             id: self.operation_id.to_owned(),
             fingerprint: self.fingerprint,
             draft_id: draft.id.clone(),
@@ -285,7 +286,7 @@ fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> 
         .oldest
         .unwrap_or(now)
         .saturating_add(millis(rate.per));
-    let wait_ms = frees_at.saturating_sub(now).max(1);
-    let retry_after = u64::try_from(wait_ms.saturating_add(999) / 1000).unwrap_or(1);
-    Some(Error::RateLimited { retry_after })
+    Some(Error::RateLimited {
+        retry_after: crate::quota::seconds_until(frees_at, now),
+    })
 }

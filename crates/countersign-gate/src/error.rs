@@ -7,7 +7,7 @@
 use crate::privacy::SecretKind;
 
 /// Every way a gate operation can fail or refuse.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The arguments break the canonical rules or the gate's own input rules.
@@ -71,6 +71,14 @@ pub enum Error {
         /// Seconds until a slot frees up.
         retry_after: u64,
     },
+    /// The caller holds too many open drafts or proposes too fast.
+    #[error("quota exceeded: {what}; retry after {retry_after}s")]
+    QuotaExceeded {
+        /// Which ceiling, named as the policy names it.
+        what: &'static str,
+        /// Seconds until the ceiling lets a proposal through again.
+        retry_after: u64,
+    },
     /// The action ran and failed.
     #[error("the action failed: {message}")]
     Upstream {
@@ -107,6 +115,7 @@ impl Error {
             Error::OperationInProgress => "OPERATION_IN_PROGRESS",
             Error::OutcomeUnknown => "OUTCOME_UNKNOWN",
             Error::RateLimited { .. } => "RATE_LIMITED",
+            Error::QuotaExceeded { .. } => "QUOTA_EXCEEDED",
             Error::Upstream { .. } => "UPSTREAM_ERROR",
             Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Error::Tampered => "STORE_TAMPERED",
@@ -120,16 +129,19 @@ impl Error {
             Error::ApprovalRequired
             | Error::OperationInProgress
             | Error::RateLimited { .. }
+            | Error::QuotaExceeded { .. }
             | Error::StoreUnavailable(_) => true,
             Error::Upstream { retryable, .. } => *retryable,
             _ => false,
         }
     }
 
-    /// Seconds to wait before retrying, for `RATE_LIMITED`.
+    /// Seconds to wait before retrying, for `RATE_LIMITED` and `QUOTA_EXCEEDED`.
     pub fn retry_after(&self) -> Option<u64> {
         match self {
-            Error::RateLimited { retry_after } => Some(*retry_after),
+            Error::RateLimited { retry_after } | Error::QuotaExceeded { retry_after, .. } => {
+                Some(*retry_after)
+            }
             _ => None,
         }
     }

@@ -109,7 +109,8 @@ impl Gate {
                 if let Ok(id) = DraftId::parse(draft_id) {
                     event = event.text("draft", id.as_str());
                 }
-                self.audit_only(event.outcome(Err(&e))).await;
+                self.audit_refusal(event.outcome(Err(&e)), e.code(), None)
+                    .await;
                 return Err(e);
             }
         };
@@ -140,14 +141,28 @@ impl Gate {
             } else {
                 None
             },
+            quota: None,
         };
         let mut verdict = None;
+        // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
+        // rate (see `refusals`) rather than in the transaction.
+        let mut strays = Vec::new();
         let mut step = |snap: Snapshot| {
-            let (commit, v) = ctx.decide(snap, &event);
+            let missing = snap.draft.is_none();
+            let (mut commit, v) = ctx.decide(snap, &event);
+            strays = if missing {
+                std::mem::take(&mut commit.audit)
+            } else {
+                Vec::new()
+            };
             verdict = Some(v);
             commit
         };
         self.commit(&keys, &mut step).await?;
+        for stray in strays {
+            self.audit_refusal(stray, Error::NotFound.code(), None)
+                .await;
+        }
         let claimed = started.elapsed();
         let draft = match verdict {
             Some(Verdict::Run(draft)) => draft,
@@ -242,7 +257,7 @@ impl Gate {
         let keys = TxKeys {
             draft: Some(id.clone()),
             operation: Some(operation_id.to_owned()),
-            rate: None,
+            ..TxKeys::default()
         };
         let mut step = |snap: Snapshot| {
             let (Some(mut draft), Some(mut op)) = (snap.draft, snap.operation) else {

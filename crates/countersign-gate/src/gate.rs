@@ -10,15 +10,16 @@ use std::time::Duration;
 
 use countersign_canon::{Digest, Envelope, Limits, Principal, Profile, Revision, Value};
 
-use crate::audit::{Anchor, AuditEvent, Head};
+use crate::audit::{Anchor, AuditEvent};
 use crate::decide::{audit, decide_approve, decide_revise};
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;
 use crate::model::{Draft, DraftId, RevisionRecord};
 use crate::owner::Owner;
 use crate::policy::{Channel, Mode, Policy, ToolPolicy};
+use crate::refusals::Refusals;
 use crate::state::{Approval, State};
-use crate::store::{Commit, GateStore, Snapshot, TxKeys};
+use crate::store::{Commit, GateStore, QuotaKeys, Snapshot, TxKeys};
 use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS};
 use crate::view::{parse_revision, recorded_tool, scan_value};
 
@@ -67,6 +68,7 @@ pub struct Gate {
     pub(crate) owner: Owner,
     limits: Limits,
     pub(crate) lease: Duration,
+    pub(crate) refusals: Refusals,
 }
 
 impl Gate {
@@ -80,6 +82,7 @@ impl Gate {
             owner: Owner::current(),
             limits: Limits::default(),
             lease: Duration::from_secs(600),
+            refusals: Refusals::default(),
         }
     }
 
@@ -127,73 +130,6 @@ impl Gate {
 
     pub(crate) fn now(&self) -> i64 {
         self.clock.now_ms()
-    }
-
-    /// Runs `decide` in one transaction over a single draft and returns its verdict: approve,
-    /// revise and reject differ only in the decision, never in how it is made atomic.
-    async fn on_draft<T: Send>(
-        &self,
-        id: DraftId,
-        mut decide: impl FnMut(Snapshot) -> (Commit, Result<T>) + Send,
-    ) -> Result<T> {
-        let mut verdict: Option<Result<T>> = None;
-        let mut step = |snap: Snapshot| {
-            let (commit, v) = decide(snap);
-            verdict = Some(v);
-            commit
-        };
-        self.commit(
-            &TxKeys {
-                draft: Some(id),
-                ..TxKeys::default()
-            },
-            &mut step,
-        )
-        .await?;
-        verdict.unwrap_or(Err(Error::store("transaction did not run")))
-    }
-
-    /// Audits a refusal made before any draft was touched (naming a privacy hit's kind and
-    /// pointer, never the secret) and returns it.
-    async fn refuse_audited<T>(&self, event: AuditEvent, e: Error) -> Result<T> {
-        let mut event = event.outcome(Err(&e));
-        if let Error::PrivacyBlocked { kind, pointer } = &e {
-            event = event.text("kind", kind.as_str()).text("pointer", pointer);
-        }
-        self.audit_only(event).await;
-        Err(e)
-    }
-
-    /// Runs one transaction and moves the audit anchor to its newest record.
-    pub(crate) async fn commit(
-        &self,
-        keys: &TxKeys<'_>,
-        step: &mut (dyn FnMut(Snapshot) -> Commit + Send + '_),
-    ) -> Result<()> {
-        let sealed = self.store.transact(keys, step).await?;
-        if let (Some(anchor), Some(last)) = (&self.anchor, sealed.last()) {
-            let head = Head {
-                seq: last.seq,
-                digest: last.digest,
-            };
-            if let Err(e) = anchor.advance(head) {
-                // The transaction stands; a lagging anchor only weakens truncation detection.
-                tracing::warn!(error = %e, "audit anchor not advanced");
-            }
-        }
-        Ok(())
-    }
-
-    /// Records a refusal that happened before any row was read.
-    pub(crate) async fn audit_only(&self, event: AuditEvent) {
-        // The same commit however often the store runs the step (it may retry).
-        let mut step = |_: Snapshot| Commit {
-            audit: vec![event.clone()],
-            ..Commit::default()
-        };
-        if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
-            tracing::warn!(error = %e, "refusal not audited");
-        }
     }
 
     /// Normalizes arguments under the tool's policy: strict canonical parse, privacy scan, field
@@ -249,7 +185,7 @@ impl Gate {
             .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));
         let (tool, args) = match prepared {
             Ok(ok) => ok,
-            Err(e) => return self.refuse_audited(event, e).await,
+            Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
         let envelope = Envelope {
             action: p.action.to_owned(),
@@ -259,10 +195,12 @@ impl Gate {
         };
         let canonical = envelope.to_canonical_bytes();
         if let Err(e) = fits_stored(&canonical) {
-            self.audit_only(event.outcome(Err(&e))).await;
-            return Err(e);
+            return self
+                .refuse_audited(event, e, Some(&envelope.principal))
+                .await;
         }
         let revision = Revision::of_canonical(&canonical);
+        let refusal = event.clone();
         let draft = Draft {
             id: DraftId::random(),
             action: p.action.to_owned(),
@@ -289,14 +227,37 @@ impl Gate {
             canonical,
             created_at: now,
         };
-        // The same commit however often the store runs the step (it may retry).
-        let mut step = |_: Snapshot| Commit {
-            draft: Some(draft.clone()),
-            revision: Some(record.clone()),
-            audit: vec![event.clone()],
-            ..Commit::default()
+        let limits = *self.policy.limits();
+        let keys = TxKeys {
+            quota: Some(QuotaKeys {
+                principal: draft.principal.clone(),
+                since: limits.window_start(now),
+                open_at: Some(now),
+            }),
+            ..TxKeys::default()
         };
-        self.commit(&TxKeys::default(), &mut step).await?;
+        // The same commit however often the store runs the step (it may retry); the quota is
+        // decided on the counts read inside it, so concurrent proposals cannot overrun it.
+        let mut refused = None;
+        let mut step = |snap: Snapshot| {
+            refused = limits.check(snap.open, snap.proposals, now).err();
+            if refused.is_some() {
+                return Commit::default();
+            }
+            Commit {
+                draft: Some(draft.clone()),
+                revision: Some(record.clone()),
+                proposal_event: Some((draft.principal.clone(), now)),
+                audit: vec![event.clone()],
+                ..Commit::default()
+            }
+        };
+        self.commit(&keys, &mut step).await?;
+        if let Some(e) = refused {
+            return self
+                .refuse_audited(refusal, e, Some(&draft.principal))
+                .await;
+        }
         Ok(draft)
     }
 
@@ -326,20 +287,47 @@ impl Gate {
                     principal: current.principal.clone(),
                 })
             });
+        let principal = &current.principal;
         let envelope = match prepared {
             Ok(e) => e,
-            Err(e) => return self.refuse_audited(event, e).await,
+            Err(e) => return self.refuse_audited(event, e, Some(principal)).await,
         };
         let canonical = envelope.to_canonical_bytes();
         if let Err(e) = fits_stored(&canonical) {
-            self.audit_only(event.outcome(Err(&e))).await;
-            return Err(e);
+            return self.refuse_audited(event, e, Some(principal)).await;
         }
         let revision = Revision::of_canonical(&canonical);
-        self.on_draft(id, |snap| {
-            decide_revise(snap, expected, revision, &canonical, &event, now)
-        })
-        .await
+        let limits = *self.policy.limits();
+        let keys = TxKeys {
+            draft: Some(id),
+            quota: Some(QuotaKeys {
+                principal: principal.clone(),
+                since: limits.window_start(now),
+                open_at: None,
+            }),
+            ..TxKeys::default()
+        };
+        let mut refused = None;
+        let verdict = self
+            .on_draft_with(keys, Some(principal), |snap| {
+                refused = limits.check(None, snap.proposals, now).err();
+                match refused.clone() {
+                    Some(e) => (Commit::default(), Err(e)),
+                    None => {
+                        let (mut commit, v) =
+                            decide_revise(snap, expected, revision, &canonical, &event, now);
+                        if commit.revision.is_some() {
+                            commit.proposal_event = Some((principal.clone(), now));
+                        }
+                        (commit, v)
+                    }
+                }
+            })
+            .await;
+        match refused {
+            Some(e) => self.refuse_audited(event, e, Some(principal)).await,
+            None => verdict,
+        }
     }
 
     /// A person approves exactly `revision` (64 hex characters) of the draft.
@@ -363,10 +351,7 @@ impl Gate {
         let parsed = DraftId::parse(draft_id).and_then(|id| Ok((id, parse_revision(revision)?)));
         let (id, revision) = match parsed {
             Ok(ok) => ok,
-            Err(e) => {
-                self.audit_only(event.outcome(Err(&e))).await;
-                return Err(e);
-            }
+            Err(e) => return self.refuse_audited(event, e, None).await,
         };
         let event = event.text("revision", &revision.to_hex());
         let policy = &self.policy;

@@ -19,9 +19,13 @@ mod open;
 mod owner;
 pub mod policy;
 pub mod privacy;
+pub mod quota;
+mod refusals;
+mod retention;
 pub mod state;
 pub mod store;
 pub mod timing;
+mod transact;
 mod view;
 
 pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
@@ -29,14 +33,17 @@ pub use crate::error::{Error, Result};
 pub use crate::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
 pub use crate::gate::{Clock, Gate, Proposal, SystemClock};
 pub use crate::inspect::AuditReport;
-pub use crate::model::{Draft, DraftId, OpStatus, Operation, RevisionRecord};
+pub use crate::model::{
+    Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,
+};
 pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
 pub use crate::policy::{Channel, Mode, Policy, ToolPolicy};
+pub use crate::retention::MAX_PAGE;
 pub use crate::state::{Approval, State};
 pub use crate::store::GateStore;
 pub use crate::store::memory::MemoryStore;
 #[cfg(feature = "sqlite")]
 pub use crate::store::sqlite::SqliteStore;
 pub use crate::view::{
-    envelope_value, manifest, manifest_of, parse_revision, recorded_tool, scan_value,
+    REDACTED, envelope_value, manifest, manifest_of, parse_revision, recorded_tool, scan_value,
 };

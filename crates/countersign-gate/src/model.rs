@@ -156,6 +156,9 @@ impl OpStatus {
 /// One execution attempt keyed by the caller's `operation_id` (Stripe-style idempotency).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
+    /// Whose key it is: the principal of the draft it runs. Two principals' operations with
+    /// the same id are two operations.
+    pub principal: Principal,
     /// The caller's key.
     pub id: String,
     /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
@@ -189,4 +192,89 @@ pub struct RateWindow {
     pub count: u64,
     /// The oldest of them (Unix milliseconds).
     pub oldest: Option<i64>,
+}
+
+/// A draft as a listing shows it: where it stands, without its stored bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraftSummary {
+    /// Its id.
+    pub id: DraftId,
+    /// The tool name.
+    pub action: String,
+    /// The stored state name (see [`State::name`]).
+    pub state: String,
+    /// The current revision.
+    pub revision: Revision,
+    /// When it was proposed (Unix milliseconds).
+    pub created_at: i64,
+    /// When an undecided draft expires (Unix milliseconds).
+    pub expires_at: i64,
+}
+
+impl DraftSummary {
+    /// The summary of a whole draft.
+    pub fn of(d: &Draft) -> Self {
+        DraftSummary {
+            id: d.id.clone(),
+            action: d.action.clone(),
+            state: d.state.name().to_owned(),
+            revision: d.revision,
+            created_at: d.created_at,
+            expires_at: d.expires_at,
+        }
+    }
+
+    /// Where the next page starts.
+    pub fn cursor(&self) -> Cursor {
+        Cursor {
+            created_at: self.created_at,
+            id: self.id.clone(),
+        }
+    }
+}
+
+/// A place in a principal's drafts ordered by (creation time, id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    /// The creation time of the last draft seen.
+    pub created_at: i64,
+    /// Its id.
+    pub id: DraftId,
+}
+
+impl Cursor {
+    /// The opaque text handed to a client: `<created_at>-<id>`.
+    pub fn to_text(&self) -> String {
+        format!("{}-{}", self.created_at, self.id)
+    }
+
+    /// Parses [`Cursor::to_text`].
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` (`CURSOR_FORMAT`) for anything else.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || Error::InvalidArgument {
+            rule: "CURSOR_FORMAT",
+            message: "a cursor is the next_cursor of an earlier listing".into(),
+        };
+        let (at, id) = text.rsplit_once('-').ok_or_else(bad)?;
+        Ok(Cursor {
+            created_at: at.parse().map_err(|_| bad())?,
+            id: DraftId::parse(id).map_err(|_| bad())?,
+        })
+    }
+
+    /// Whether a draft made at `created_at` with `id` comes after this place.
+    pub fn precedes(&self, created_at: i64, id: &DraftId) -> bool {
+        (created_at, id) > (self.created_at, &self.id)
+    }
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// Start after this place (`None`: from the oldest).
+    pub after: Option<Cursor>,
+    /// At most this many.
+    pub limit: u32,
 }

@@ -134,6 +134,8 @@ struct RawFile {
     defaults: Option<RawDefaults>,
     #[serde(default)]
     tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    limits: Option<crate::quota::RawLimits>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -163,7 +165,7 @@ struct RawTool {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawRate {
+pub(crate) struct RawRate {
     max: u32,
     per: String,
 }
@@ -183,6 +185,8 @@ pub struct Policy {
     fallback: Option<ToolPolicy>,
     /// Whether any of them has a rate ceiling (asked on every execute).
     rated: bool,
+    /// Per-principal ceilings and the retention period (`[limits]`).
+    limits: crate::quota::Limits,
 }
 
 impl Policy {
@@ -192,6 +196,7 @@ impl Policy {
     /// [`Error::Config`] for invalid TOML, unknown keys, bad durations, pointers or rates.
     pub fn from_toml(text: &str) -> Result<Self> {
         let raw: RawFile = toml::from_str(text).map_err(|e| Error::Config(first_line(&e)))?;
+        let limits = crate::quota::Limits::from_raw(raw.limits)?;
         let defaults = raw.defaults.unwrap_or_default();
         let approval_ttl = ttl(defaults.approval_ttl.as_deref(), DEFAULT_APPROVAL_TTL)?;
         let draft_ttl = ttl(defaults.draft_ttl.as_deref(), DEFAULT_DRAFT_TTL)?;
@@ -258,7 +263,14 @@ impl Policy {
             globs,
             fallback,
             rated,
+            limits,
         })
+    }
+
+    /// The per-principal ceilings and the retention period.
+    #[must_use]
+    pub fn limits(&self) -> &crate::quota::Limits {
+        &self.limits
     }
 
     /// Reads and parses a policy file. A missing or unreadable file is an error: fail closed.
@@ -326,7 +338,7 @@ fn ttl(text: Option<&str>, default: Duration) -> Result<Duration> {
     Ok(d)
 }
 
-fn rate(raw: RawRate) -> Result<Rate> {
+pub(crate) fn rate(raw: RawRate) -> Result<Rate> {
     let per = parse_duration(&raw.per)?;
     if raw.max == 0 || per.is_zero() {
         return Err(Error::Config(

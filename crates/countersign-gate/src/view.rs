@@ -20,7 +20,11 @@ pub fn parse_revision(s: &str) -> Result<Revision> {
     })
 }
 
-/// The first credential found in any string (member names included), with its pointer.
+/// What stands in a pointer for a member name that holds a credential.
+pub const REDACTED: &str = "[redacted]";
+
+/// The first credential found in any string (member names included), with its pointer; a
+/// member name that holds one is replaced by [`REDACTED`] in it.
 pub fn scan_value(v: &Value) -> Option<(privacy::SecretKind, String)> {
     /// One step of the path to the value being scanned; the pointer text is only built for a hit.
     enum Step<'v> {
@@ -48,10 +52,16 @@ pub fn scan_value(v: &Value) -> Option<(privacy::SecretKind, String)> {
                 found
             }),
             Value::Object(o) => o.iter().find_map(|(name, item)| {
+                // A credential used as a member name would be copied, whole, into the pointer
+                // that the refusal, the log and the audit chain name: that segment is redacted.
+                if let Some(kind) = privacy::scan_str(name) {
+                    let mut at = pointer(path);
+                    at.push('/');
+                    at.push_str(REDACTED);
+                    return Some((kind, at));
+                }
                 path.push(Step::Name(name));
-                let found = privacy::scan_str(name)
-                    .map(|k| (k, pointer(path)))
-                    .or_else(|| walk(item, path));
+                let found = walk(item, path);
                 path.pop();
                 found
             }),

@@ -47,9 +47,20 @@ impl GateStore for RunsEveryStepTwice {
     }
     async fn operation(
         &self,
+        principal: &countersign_canon::Principal,
         id: &str,
     ) -> countersign_gate::Result<Option<countersign_gate::Operation>> {
-        self.0.operation(id).await
+        self.0.operation(principal, id).await
+    }
+    async fn list(
+        &self,
+        principal: &countersign_canon::Principal,
+        page: &countersign_gate::Page,
+    ) -> countersign_gate::Result<Vec<countersign_gate::DraftSummary>> {
+        self.0.list(principal, page).await
+    }
+    async fn purge(&self, states: &[&str], before: i64) -> countersign_gate::Result<u64> {
+        self.0.purge(states, before).await
     }
     async fn audit(&self) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
         self.0.audit().await

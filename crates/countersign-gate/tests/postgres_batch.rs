@@ -12,8 +12,13 @@ use countersign_gate::store::postgres::PostgresStore;
 use countersign_gate::store::{Commit, GateStore, Snapshot, TxKeys};
 use countersign_gate::{Channel, Gate, OpStatus, Policy};
 
-/// No tool with a rate ceiling, so every transition may share a transaction.
+/// No tool with a rate ceiling, so every transition may share a transaction; quotas the
+/// hundreds of proposals of one principal never reach.
 const POLICY: &str = r#"
+[limits]
+open_drafts = 1000000
+proposals = { max = 1000000, per = "1m" }
+
 [tools."publish_post"]
 mode = "approval"
 "#;
@@ -96,7 +101,11 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
         .collect();
     for t in tasks {
         let op = t.await.expect("task");
-        let stored = store.operation(&op).await.expect("read").expect("op");
+        let stored = store
+            .operation(&countersign_canon::Principal::default(), &op)
+            .await
+            .expect("read")
+            .expect("op");
         assert_eq!(stored.status, OpStatus::Succeeded);
     }
     assert_eq!(

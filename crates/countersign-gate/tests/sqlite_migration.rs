@@ -57,7 +57,12 @@ async fn contents(store: &dyn GateStore) -> Contents {
     }
     let mut operations = Vec::new();
     for id in OPERATIONS {
-        operations.push(store.operation(id).await.expect("operation"));
+        operations.push(
+            store
+                .operation(&countersign_canon::Principal::default(), id)
+                .await
+                .expect("operation"),
+        );
     }
     Contents {
         drafts,
@@ -127,7 +132,9 @@ fn write_v1(src: &Path, dst: &Path) {
          INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
              SELECT r.draft_id, r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at
              FROM src.gate_revisions r JOIN src.gate_drafts d ON d.id = r.draft_id;
-         INSERT INTO gate_operations SELECT * FROM src.gate_operations;
+         INSERT INTO gate_operations SELECT id, fingerprint, draft_id, revision, status, owner,
+             lease_until, result, error, attempts, started_at, finished_at
+             FROM src.gate_operations;
          WITH RECURSIVE runs(tool, at, n) AS (
              SELECT tool, at, runs FROM src.gate_rate
              UNION ALL SELECT tool, at, n - 1 FROM runs WHERE n > 1)
@@ -184,7 +191,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2]);
+    assert_eq!(versions(&v1), vec![1, 2, 3]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -236,7 +243,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2]);
+    assert_eq!(versions(&v1), vec![1, 2, 3]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -300,7 +307,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2]);
+    assert_eq!(versions(&v1), vec![1, 2, 3]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -328,7 +335,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -345,7 +352,7 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2]);
+    assert_eq!(versions(&db), vec![1, 2, 3]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     for table in ["gate_revisions", "gate_operations", "gate_rate"] {
         let sql: String = conn

@@ -48,9 +48,25 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.revisions(id).await
     }
-    async fn operation(&self, id: &str) -> Result<Option<Operation>, Error> {
+    async fn operation(
+        &self,
+        principal: &countersign_canon::Principal,
+        id: &str,
+    ) -> Result<Option<Operation>, Error> {
         self.check()?;
-        self.inner.operation(id).await
+        self.inner.operation(principal, id).await
+    }
+    async fn list(
+        &self,
+        principal: &countersign_canon::Principal,
+        page: &countersign_gate::Page,
+    ) -> Result<Vec<countersign_gate::DraftSummary>, Error> {
+        self.check()?;
+        self.inner.list(principal, page).await
+    }
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64, Error> {
+        self.check()?;
+        self.inner.purge(states, before).await
     }
     async fn audit(&self) -> Result<Vec<AuditRecord>, Error> {
         self.check()?;

@@ -55,7 +55,7 @@ impl Plan {
 /// The gate, the policy and the confirm-mode machinery, shared by every session.
 #[derive(Debug)]
 pub struct Countersign {
-    gate: Gate,
+    gate: Arc<Gate>,
     /// The policy exactly as written (`None`: no file), for telling an explicit rule from the
     /// read-only default.
     written: Option<Policy>,
@@ -84,7 +84,7 @@ impl Countersign {
         let written = policy.map(Policy::from_toml).transpose()?;
         let effective = Policy::from_toml(&effective_policy(policy)?)?;
         Ok(Countersign {
-            gate: Gate::new(store, Arc::new(effective)),
+            gate: Arc::new(Gate::new(store, Arc::new(effective))),
             written,
             confirm,
             limits: Limits::DEFAULT,
@@ -105,7 +105,8 @@ impl Countersign {
     ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
         let effective = Policy::from_toml(&effective_policy(policy)?)?;
-        let gate = countersign_gate::open(url, Arc::new(effective)).await?;
+        let gate = Arc::new(countersign_gate::open(url, Arc::new(effective)).await?);
+        crate::upkeep::start(&gate).await;
         Ok(Countersign {
             gate,
             written,
@@ -127,7 +128,7 @@ impl Countersign {
     /// Replaces the gate (e.g. one with a test clock or an audit anchor).
     #[must_use]
     pub fn with_gate(mut self, gate: Gate) -> Self {
-        self.gate = gate;
+        self.gate = Arc::new(gate);
         self
     }
 

@@ -36,6 +36,7 @@ mod status;
 pub mod tooldef;
 mod tools;
 mod transport;
+mod upkeep;
 
 pub use crate::confirm::{ConfirmStep, Confirmer};
 pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, read_policy};

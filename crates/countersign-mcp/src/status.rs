@@ -5,7 +5,7 @@
 //! rather than refused, so its existence is not disclosed either.
 
 use countersign_canon::Principal;
-use countersign_gate::{Draft, State};
+use countersign_gate::{Cursor, Draft, Page, State};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
@@ -76,7 +76,7 @@ pub(crate) async fn status(
         })
     });
     let outcome = match draft.state.operation_id() {
-        Some(op) => match core.gate().store().operation(op).await? {
+        Some(op) => match core.gate().store().operation(&draft.principal, op).await? {
             Some(o) => json!({
                 "operation_id": o.id,
                 "status": o.status.as_str(),
@@ -113,7 +113,11 @@ pub(crate) async fn status(
     ))
 }
 
-/// `countersign_list`.
+/// Drafts per page of `countersign_list` when the caller names no limit.
+const DEFAULT_PAGE: u32 = 100;
+
+/// `countersign_list`: one page of the caller's drafts, read by the store's own query
+/// (filtered by principal, paged by cursor) without their stored bytes.
 ///
 /// # Errors
 /// `INVALID_ARGUMENT`, `STORE_UNAVAILABLE`.
@@ -122,26 +126,48 @@ pub(crate) async fn list(
     args: &Map<String, Value>,
     principal: &Principal,
 ) -> Result<CallToolResult> {
-    tools::only(args, &[])?;
-    let drafts: Vec<Value> = core
-        .gate()
-        .store()
-        .drafts()
-        .await?
-        .into_iter()
-        .filter(|d| d.principal == *principal)
+    tools::only(args, &["cursor", "limit"])?;
+    let after = match args.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(Cursor::parse(tools::text(args, "cursor")?)?),
+    };
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => DEFAULT_PAGE,
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=countersign_gate::MAX_PAGE).contains(n))
+            .ok_or_else(|| Error::InvalidArgument {
+                rule: "SCHEMA",
+                message: format!(
+                    "`limit` is an integer from 1 to {}",
+                    countersign_gate::MAX_PAGE
+                ),
+            })?,
+    };
+    let page = core.gate().list(principal, &Page { after, limit }).await?;
+    let full = page.len() == usize::try_from(limit).unwrap_or(usize::MAX);
+    let next = page
+        .last()
+        .filter(|_| full)
+        .map_or(Value::Null, |d| d.cursor().to_text().into());
+    let drafts: Vec<Value> = page
+        .iter()
         .map(|d| {
             json!({
                 "draft_id": d.id.as_str(),
                 "action": d.action,
-                "state": d.state.name(),
+                "state": d.state,
                 "revision": d.revision.to_hex(),
                 "created_at": d.created_at,
             })
         })
         .collect();
     let summary = format!("{} draft(s)", drafts.len());
-    Ok(ok(summary, json!({ "drafts": drafts })))
+    Ok(ok(
+        summary,
+        json!({ "drafts": drafts, "next_cursor": next }),
+    ))
 }
 
 /// `countersign_revise`.

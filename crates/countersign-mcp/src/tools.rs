@@ -75,8 +75,20 @@ pub(crate) fn definitions() -> Vec<Tool> {
     revise.annotations = Some(ToolAnnotations::new().read_only(false));
     let mut list = Tool::new(
         LIST,
-        "Your drafts and their states.",
-        schema(json!({"type": "object", "properties": {}, "additionalProperties": false})),
+        "Your drafts and their states, oldest first, a page at a time: pass the result's next_cursor as cursor for the next page (null when there is none).",
+        schema(json!({
+            "type": "object",
+            "properties": {
+                "cursor": string("next_cursor from the previous page"),
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": countersign_gate::MAX_PAGE,
+                    "description": "drafts per page (default 100)",
+                },
+            },
+            "additionalProperties": false,
+        })),
     );
     list.annotations = Some(ToolAnnotations::new().read_only(true));
     vec![execute, status, revise, list]

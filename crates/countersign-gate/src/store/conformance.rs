@@ -14,10 +14,17 @@ use crate::model::{Draft, OpStatus};
 use crate::policy::{Channel, Policy};
 use crate::store::{Commit, GateStore, Snapshot, TxKeys};
 
+mod tenancy;
+
 /// The policy the suite runs under.
 pub const POLICY: &str = r#"
 [defaults]
 approval_ttl = "15m"
+
+# Ceilings the races never reach: the quota scenarios set their own.
+[limits]
+open_drafts = 1000000
+proposals = { max = 1000000, per = "1m" }
 
 [tools."publish_post"]
 mode = "approval"
@@ -270,6 +277,7 @@ where
     failures(make().await).await;
     expiry_and_rejection(make().await).await;
     port_refusal_spends_nothing(make().await).await;
+    tenancy::run_all(&make).await;
 }
 
 async fn lifecycle(store: Arc<dyn GateStore>) {
@@ -302,7 +310,11 @@ async fn lifecycle(store: Arc<dyn GateStore>) {
     );
     let stored = store.draft(&d.id).await.expect("read").expect("draft");
     assert_eq!(stored.state.name(), "executed");
-    let op = store.operation("op-1").await.expect("read").expect("op");
+    let op = store
+        .operation(&Principal::default(), "op-1")
+        .await
+        .expect("read")
+        .expect("op");
     assert_eq!(op.status, OpStatus::Succeeded);
     assert_eq!(store.revisions(&d.id).await.expect("read").len(), 1);
     let err = g
@@ -643,7 +655,13 @@ async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
         assert_eq!(err.code(), code);
         assert_eq!(port.calls.load(Ordering::SeqCst), 0);
     }
-    assert!(store.operation("op-admit").await.expect("read").is_none());
+    assert!(
+        store
+            .operation(&Principal::default(), "op-admit")
+            .await
+            .expect("read")
+            .is_none()
+    );
     let stored = store.draft(&d.id).await.expect("read").expect("draft");
     assert_eq!(stored.state.name(), "approved");
     let records = store.audit().await.expect("audit");

@@ -4,20 +4,32 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use countersign_canon::Principal;
 
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
-use crate::model::{Draft, DraftId, Operation, RateWindow, RevisionRecord};
+use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
 #[derive(Debug, Default)]
 struct Inner {
     drafts: HashMap<DraftId, Draft>,
     order: Vec<DraftId>,
     revisions: Vec<RevisionRecord>,
-    operations: HashMap<String, Operation>,
+    operations: HashMap<(Principal, String), Operation>,
     rate: Vec<(String, i64)>,
+    proposals: Vec<(Principal, i64)>,
     audit: Vec<AuditRecord>,
+}
+
+/// The count and earliest of `times`.
+fn window_of(times: impl Iterator<Item = i64>) -> RateWindow {
+    let mut w = RateWindow::default();
+    for at in times {
+        w.count += 1;
+        w.oldest = Some(w.oldest.map_or(at, |o| o.min(at)));
+    }
+    w
 }
 
 /// A store held in this process's memory; every transaction runs under one lock.
@@ -52,29 +64,56 @@ impl GateStore for MemoryStore {
             _ => None,
         };
         let rate = match &window {
-            Some((tool, since)) => {
-                let mut w = RateWindow::default();
-                for (_, at) in inner.rate.iter().filter(|(t, at)| t == tool && at > since) {
-                    w.count += 1;
-                    w.oldest = Some(w.oldest.map_or(*at, |o| o.min(*at)));
-                }
-                w
-            }
+            Some((tool, since)) => window_of(
+                inner
+                    .rate
+                    .iter()
+                    .filter(|(t, at)| t == tool && at > since)
+                    .map(|(_, at)| *at),
+            ),
             None => RateWindow::default(),
+        };
+        let quota = keys.quota.as_ref();
+        let proposals = quota.map_or_else(RateWindow::default, |q| {
+            window_of(
+                inner
+                    .proposals
+                    .iter()
+                    .filter(|(p, at)| *p == q.principal && *at > q.since)
+                    .map(|(_, at)| *at),
+            )
+        });
+        let open = quota.and_then(|q| {
+            let now = q.open_at?;
+            Some(window_of(
+                inner
+                    .drafts
+                    .values()
+                    .filter(|d| d.principal == q.principal && d.state.is_open())
+                    .filter(|d| d.expires_at > now)
+                    .map(|d| d.expires_at),
+            ))
+        });
+        let operation = match (&draft, &keys.operation) {
+            (Some(d), Some(id)) => inner
+                .operations
+                .get(&(d.principal.clone(), id.clone()))
+                .cloned(),
+            _ => None,
         };
         let snapshot = Snapshot {
             draft,
-            operation: keys
-                .operation
-                .as_ref()
-                .and_then(|id| inner.operations.get(id).cloned()),
+            operation,
             rate,
+            open,
+            proposals,
         };
         let Commit {
             draft,
             revision,
             operation,
             rate_event,
+            proposal_event,
             audit,
         } = step(snapshot);
         if let Some(d) = draft {
@@ -87,13 +126,21 @@ impl GateStore for MemoryStore {
             inner.revisions.push(r);
         }
         if let Some(op) = operation {
-            inner.operations.insert(op.id.clone(), op);
+            inner
+                .operations
+                .insert((op.principal.clone(), op.id.clone()), op);
         }
         if let Some(event) = rate_event {
             if let Some((tool, since)) = &window {
                 inner.rate.retain(|(t, at)| t != tool || at > since);
             }
             inner.rate.push(event);
+        }
+        if let (Some(event), Some(q)) = (proposal_event, &keys.quota) {
+            inner
+                .proposals
+                .retain(|(p, at)| *p != q.principal || *at > q.since);
+            inner.proposals.push(event);
         }
         let mut sealed = Vec::with_capacity(audit.len());
         for event in audit {
@@ -128,8 +175,49 @@ impl GateStore for MemoryStore {
             .collect())
     }
 
-    async fn operation(&self, id: &str) -> Result<Option<Operation>> {
-        Ok(self.lock()?.operations.get(id).cloned())
+    async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>> {
+        Ok(self
+            .lock()?
+            .operations
+            .get(&(principal.clone(), id.to_owned()))
+            .cloned())
+    }
+
+    async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
+        let inner = self.lock()?;
+        let mut found: Vec<DraftSummary> = inner
+            .drafts
+            .values()
+            .filter(|d| d.principal == *principal)
+            .filter(|d| {
+                page.after
+                    .as_ref()
+                    .is_none_or(|c| c.precedes(d.created_at, &d.id))
+            })
+            .map(DraftSummary::of)
+            .collect();
+        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        found.truncate(usize::try_from(page.limit).unwrap_or(usize::MAX));
+        Ok(found)
+    }
+
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64> {
+        let mut inner = self.lock()?;
+        let gone: Vec<DraftId> = inner
+            .drafts
+            .values()
+            .filter(|d| d.expires_at < before && states.contains(&d.state.name()))
+            .map(|d| d.id.clone())
+            .collect();
+        for id in &gone {
+            inner.drafts.remove(id);
+        }
+        inner.order.retain(|id| !gone.contains(id));
+        inner.revisions.retain(|r| !gone.contains(&r.draft_id));
+        inner
+            .operations
+            .retain(|_, op| !gone.contains(&op.draft_id));
+        Ok(gone.len() as u64)
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {

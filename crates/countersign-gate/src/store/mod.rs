@@ -8,10 +8,11 @@
 //! same code on every backend.
 
 use async_trait::async_trait;
+use countersign_canon::Principal;
 
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Result;
-use crate::model::{Draft, DraftId, Operation, RateWindow, RevisionRecord};
+use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
 #[cfg(feature = "sqlite")]
 mod checkpoint;
@@ -35,11 +36,27 @@ pub type RateWindowStart<'a> = &'a (dyn Fn(&str) -> Option<i64> + Sync);
 pub struct TxKeys<'a> {
     /// The draft, if any.
     pub draft: Option<DraftId>,
-    /// The operation, if any.
+    /// The operation, if any: an id of the principal of the draft read (operation ids are
+    /// scoped to a principal, and only the draft's own principal may run it), so without a
+    /// draft no operation is read.
     pub operation: Option<String>,
     /// Asked with the draft's action once the draft is read: count that tool's runs since the
     /// time it returns. The same window bounds the pruning of older runs.
     pub rate: Option<RateWindowStart<'a>>,
+    /// A principal's quota counts, for a proposal or revision.
+    pub quota: Option<QuotaKeys>,
+}
+
+/// What a proposal's transaction counts against its principal's ceilings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaKeys {
+    /// Whose.
+    pub principal: Principal,
+    /// Count proposals and revisions made after this time (Unix milliseconds); older ones are
+    /// pruned by the transaction that records a new one.
+    pub since: i64,
+    /// Count open drafts whose deadline is after this time; `None`: do not count them.
+    pub open_at: Option<i64>,
 }
 
 impl std::fmt::Debug for TxKeys<'_> {
@@ -48,6 +65,7 @@ impl std::fmt::Debug for TxKeys<'_> {
             .field("draft", &self.draft)
             .field("operation", &self.operation)
             .field("rate", &self.rate.is_some())
+            .field("quota", &self.quota)
             .finish()
     }
 }
@@ -61,6 +79,10 @@ pub struct Snapshot {
     pub operation: Option<Operation>,
     /// Runs of the tool inside the window.
     pub rate: RateWindow,
+    /// The principal's open drafts (count, earliest deadline), when the keys asked.
+    pub open: Option<RateWindow>,
+    /// The principal's proposals and revisions inside the quota window.
+    pub proposals: RateWindow,
 }
 
 /// What a transaction writes; all of it or none of it.
@@ -74,6 +96,8 @@ pub struct Commit {
     pub operation: Option<Operation>,
     /// A run to count against a tool's rate: (tool, time).
     pub rate_event: Option<(String, i64)>,
+    /// A proposal or revision to count against its principal's quota: (principal, time).
+    pub proposal_event: Option<(Principal, i64)>,
     /// Events to seal onto the audit chain, in order.
     pub audit: Vec<AuditEvent>,
 }
@@ -109,11 +133,25 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>>;
 
-    /// One operation.
+    /// One operation of one principal.
     ///
     /// # Errors
     /// [`crate::Error::StoreUnavailable`].
-    async fn operation(&self, id: &str) -> Result<Option<Operation>>;
+    async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>>;
+
+    /// One principal's drafts, oldest first (by creation time, then id), after `page.after`,
+    /// at most `page.limit` of them — without their stored bytes.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>>;
+
+    /// Drops every row of the drafts in one of `states` whose deadline (`expires_at`) is before
+    /// `before`: the draft, its revisions and its operations. Returns how many drafts went.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64>;
 
     /// The whole audit chain, in order.
     ///
@@ -127,6 +165,8 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`crate::Error::StoreUnavailable`].
     async fn health(&self) -> Result<()> {
-        self.operation("countersign-health-probe").await.map(drop)
+        self.operation(&Principal::default(), "countersign-health-probe")
+            .await
+            .map(drop)
     }
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use async_trait::async_trait;
-use countersign_canon::{Digest, Domain};
+use countersign_canon::{Digest, Domain, Principal};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
 
@@ -28,9 +28,12 @@ use super::rows::{
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
-use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
+use crate::model::{
+    Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RateWindow, RevisionRecord,
+};
 
 mod batch;
+mod tenancy;
 
 /// Batches of at most this many transitions, at most this many in flight per store.
 const BATCH: batch::Limits = batch::Limits {
@@ -48,6 +51,8 @@ const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
 const DRAFT_LOCK: i32 = 0x6373_6701;
 const OP_LOCK: i32 = 0x6373_6702;
 const TOOL_LOCK: i32 = 0x6373_6703;
+/// A principal's quota counts (after [`TOOL_LOCK`], before [`GATE_LOCK`]).
+const QUOTA_LOCK: i32 = 0x6373_6704;
 
 /// Opens a gate transaction whose COMMIT does not wait for the WAL flush.
 ///
@@ -87,9 +92,10 @@ CREATE TABLE IF NOT EXISTS {s}.gate_revisions (
     draft_id TEXT NOT NULL, seq BIGINT NOT NULL, revision TEXT NOT NULL, canonical BYTEA NOT NULL,
     created_at BIGINT NOT NULL, PRIMARY KEY (draft_id, seq));
 CREATE TABLE IF NOT EXISTS {s}.gate_operations (
-    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    id TEXT NOT NULL, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
     status TEXT NOT NULL, owner TEXT NOT NULL, lease_until BIGINT NOT NULL, result TEXT, error TEXT,
-    attempts BIGINT NOT NULL, started_at BIGINT NOT NULL, finished_at BIGINT);
+    attempts BIGINT NOT NULL, started_at BIGINT NOT NULL, finished_at BIGINT,
+    principal TEXT NOT NULL, PRIMARY KEY (principal, id));
 CREATE TABLE IF NOT EXISTS {s}.gate_rate (tool TEXT NOT NULL, at BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON {s}.gate_rate (tool, at);
 CREATE TABLE IF NOT EXISTS {s}.gate_audit (seq BIGINT PRIMARY KEY, digest TEXT NOT NULL, body BYTEA NOT NULL);
@@ -98,7 +104,7 @@ CREATE TABLE IF NOT EXISTS {s}.gate_audit (seq BIGINT PRIMARY KEY, digest TEXT N
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
                              created_at, expires_at, state, detail";
 const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
-                          error, attempts, started_at, finished_at";
+                          error, attempts, started_at, finished_at, principal";
 
 fn pg(e: impl std::fmt::Display + 'static) -> Error {
     match (&e as &dyn std::any::Any).downcast_ref::<tokio_postgres::Error>() {
@@ -148,6 +154,7 @@ struct Sql {
     lock_many: String,
     drafts: String,
     ops: String,
+    tenancy: tenancy::Sql,
 }
 
 impl Sql {
@@ -156,7 +163,12 @@ impl Sql {
             lock: format!("SELECT pg_advisory_xact_lock({GATE_LOCK})"),
             lock_key: "SELECT pg_advisory_xact_lock($1, hashtext($2))".to_owned(),
             draft: format!("SELECT {DRAFT_COLUMNS} FROM {s}.gate_drafts WHERE id = $1"),
-            op: format!("SELECT {OP_COLUMNS} FROM {s}.gate_operations WHERE id = $1"),
+            // Operation ids are scoped to the principal of the draft read beside it.
+            op: format!(
+                "SELECT {OP_COLUMNS} FROM {s}.gate_operations
+                 WHERE principal = (SELECT principal FROM {s}.gate_drafts WHERE id = $2)
+                   AND id = $1"
+            ),
             rate: format!(
                 "SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"
             ),
@@ -177,8 +189,8 @@ impl Sql {
                  VALUES ($1, $2, $3, $4, $5)"
             ),
             upsert_op: format!(
-                "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
-                 ON CONFLICT (id) DO UPDATE SET status=EXCLUDED.status, owner=EXCLUDED.owner,
+                "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
+                 ON CONFLICT (principal, id) DO UPDATE SET status=EXCLUDED.status, owner=EXCLUDED.owner,
                  lease_until=EXCLUDED.lease_until, result=EXCLUDED.result, error=EXCLUDED.error,
                  attempts=EXCLUDED.attempts, finished_at=EXCLUDED.finished_at"
             ),
@@ -230,10 +242,16 @@ impl Sql {
                 "SELECT r.* FROM unnest($1::TEXT[]) AS k(id) CROSS JOIN LATERAL (
                     SELECT {DRAFT_COLUMNS} FROM {s}.gate_drafts WHERE id = k.id LIMIT 1) AS r"
             ),
+            // Each operation id under the principal of the draft it came with; the draft id is
+            // returned last, to hand each operation to its member.
             ops: format!(
-                "SELECT r.* FROM unnest($1::TEXT[]) AS k(id) CROSS JOIN LATERAL (
-                    SELECT {OP_COLUMNS} FROM {s}.gate_operations WHERE id = k.id LIMIT 1) AS r"
+                "SELECT r.*, k.draft FROM unnest($1::TEXT[], $2::TEXT[]) AS k(id, draft)
+                 CROSS JOIN LATERAL (
+                    SELECT {OP_COLUMNS} FROM {s}.gate_operations
+                    WHERE principal = (SELECT principal FROM {s}.gate_drafts WHERE id = k.draft)
+                      AND id = k.id LIMIT 1) AS r"
             ),
+            tenancy: tenancy::Sql::new(s),
         }
     }
 }
@@ -333,6 +351,10 @@ impl PostgresStore {
         tx.batch_execute(&SCHEMA.replace("{s}", &s))
             .await
             .map_err(pg)?;
+        tenancy::migrate(&tx, schema, &s).await?;
+        tx.batch_execute(&tenancy::SCHEMA.replace("{s}", &s))
+            .await
+            .map_err(pg)?;
         tx.commit().await.map_err(pg)?;
         drop(client);
         let sql = Arc::new(Sql::new(&s));
@@ -396,6 +418,7 @@ fn op_row(r: &tokio_postgres::Row) -> Result<Operation> {
         attempts: u32::try_from(int(9)?).map_err(pg)?,
         started_at: int(10)?,
         finished_at: r.try_get(11).map_err(pg)?,
+        principal: principal_from_row(&text(12)?)?,
     })
 }
 
@@ -416,10 +439,15 @@ impl PostgresStore {
     async fn get_op(
         &self,
         c: &impl deadpool_postgres::GenericClient,
+        principal: &Principal,
         id: &str,
     ) -> Result<Option<Operation>> {
-        let sql = c.prepare_cached(&self.sql.op).await.map_err(pg)?;
-        c.query_opt(&sql, &[&id])
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM {}.gate_operations WHERE principal = $1 AND id = $2",
+            self.s
+        );
+        let sql = c.prepare_cached(&sql).await.map_err(pg)?;
+        c.query_opt(&sql, &[&principal_to_row(principal), &id])
             .await
             .map_err(pg)?
             .map(|r| op_row(&r))
@@ -514,7 +542,7 @@ impl Drop for OpenTx {
 }
 
 /// One statement sent on a transaction's connection: the rows it returned, if any.
-type Sent<'a> = Pin<
+pub(super) type Sent<'a> = Pin<
     Box<
         dyn Future<Output = std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>>
             + Send
@@ -536,8 +564,8 @@ struct Bound<'c> {
     draft: Option<DraftRow>,
     /// seq, revision.
     revision: Option<(i64, String)>,
-    /// fingerprint, revision, attempts.
-    operation: Option<(String, String, i64)>,
+    /// fingerprint, revision, attempts, principal.
+    operation: Option<(String, String, i64, String)>,
 }
 
 impl<'c> Bound<'c> {
@@ -568,6 +596,7 @@ impl<'c> Bound<'c> {
                     op.fingerprint.to_hex(),
                     op.revision.to_hex(),
                     i64::from(op.attempts),
+                    principal_to_row(&op.principal),
                 )
             }),
         }
@@ -632,7 +661,9 @@ fn writes<'a>(
             .map(|_| Vec::new())
         }));
     }
-    if let (Some(op), Some((fingerprint, revision, attempts))) = (&c.operation, &b.operation) {
+    if let (Some(op), Some((fingerprint, revision, attempts, principal))) =
+        (&c.operation, &b.operation)
+    {
         out.push(Box::pin(async move {
             tx.execute(
                 &st.upsert_op,
@@ -649,6 +680,7 @@ fn writes<'a>(
                     attempts,
                     &op.started_at,
                     &op.finished_at,
+                    principal,
                 ],
             )
             .await
@@ -815,9 +847,9 @@ impl PostgresStore {
                 }
             },
             async {
-                match op_id {
-                    Some(id) => tx.query_opt(&st.op, &[&id]).await,
-                    None => Ok(None),
+                match (op_id, draft_id) {
+                    (Some(id), Some(draft)) => tx.query_opt(&st.op, &[&id, &draft]).await,
+                    _ => Ok(None),
                 }
             },
         )
@@ -847,12 +879,26 @@ impl PostgresStore {
             }
             None => RateWindow::default(),
         };
+        let quota = match &keys.quota {
+            Some(q) => {
+                let principal = principal_to_row(&q.principal);
+                let qst = tenancy::Statements::prepare(tx, &self.sql.tenancy).await?;
+                let counts = tenancy::quota(tx, &qst, q, &principal).await?;
+                Some((q.since, principal, qst, counts))
+            }
+            None => None,
+        };
+        let (open_drafts, proposals) = quota
+            .as_ref()
+            .map_or((None, RateWindow::default()), |(_, _, _, counts)| *counts);
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
         let mut commit: Commit = step(Snapshot {
             draft,
             operation,
             rate,
+            open: open_drafts,
+            proposals,
         });
 
         // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
@@ -871,6 +917,10 @@ impl PostgresStore {
             window.as_ref().map(|(_, since)| since),
             &mut sent,
         );
+        let made = commit.proposal_event.as_ref().map(|(_, at)| at);
+        if let (Some(at), Some((since, principal, qst, _))) = (made, &quota) {
+            tenancy::count_proposal(tx, qst, principal, at, since, &mut sent);
+        }
         seal_and_commit(tx, &st, &chain, &mut sent);
         match ended(in_order(sent).await, !chain.is_empty()) {
             Ended::Committed(appended) => {
@@ -942,9 +992,19 @@ impl GateStore for PostgresStore {
             .collect()
     }
 
-    async fn operation(&self, id: &str) -> Result<Option<Operation>> {
+    async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>> {
         let client = self.pool.get().await.map_err(pg)?;
-        self.get_op(&client, id).await
+        self.get_op(&client, principal, id).await
+    }
+
+    async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        tenancy::list(&client, &self.sql.tenancy, principal, page).await
+    }
+
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64> {
+        let mut client = self.pool.get().await.map_err(pg)?;
+        tenancy::purge(&mut client, &self.sql.tenancy, states, before).await
     }
 
     async fn health(&self) -> Result<()> {

@@ -10,9 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use countersign_canon::Digest;
-use countersign_replay::sqlite_schema::{MigrateError, migrate as migrate_schema};
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use countersign_canon::{Digest, Principal};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
 use super::phases::{Phase, Phases};
@@ -21,80 +20,20 @@ use super::rows::{
     revision_from_row, state_from_row, state_to_row,
 };
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use schema::migrate;
+
+mod schema;
+mod tenancy;
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
-use crate::model::{Draft, DraftId, OpStatus, Operation, RateWindow, RevisionRecord};
-
-/// The first schema, exactly as it was created before the gate kept a schema version: a file
-/// without `gate_schema_version` is either empty or holds these tables.
-const SCHEMA_V1: &str = "
-CREATE TABLE IF NOT EXISTS gate_drafts (
-    id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq INTEGER NOT NULL,
-    revision TEXT NOT NULL, canonical BLOB NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
-    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state TEXT NOT NULL,
-    detail TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS gate_revisions (
-    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB NOT NULL,
-    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq));
-CREATE TABLE IF NOT EXISTS gate_operations (
-    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
-    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
-    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER);
-CREATE TABLE IF NOT EXISTS gate_rate (tool TEXT NOT NULL, at INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON gate_rate (tool, at);
-CREATE TABLE IF NOT EXISTS gate_audit (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL);
-";
-
-/// v2 touches fewer pages per transaction; every commit writes each page it dirties to the WAL,
-/// so pages, not rows, are what a transaction costs.
-///
-/// * `gate_revisions` keeps the canonical bytes only of superseded revisions: the current
-///   revision's bytes are the draft's own (`canonical` NULL here), written once at proposal
-///   instead of twice. With small rows the table is `WITHOUT ROWID`, one B-tree instead of a
-///   table and its key index.
-/// * `gate_operations` is `WITHOUT ROWID` as well, and is updated in place: v1's
-///   `INSERT OR REPLACE` deleted the row and appended it under a new rowid, dirtying the old
-///   page, the table's tail page and the key index on every outcome.
-/// * `gate_rate` keeps one row per (tool, millisecond) with a count, in a `WITHOUT ROWID` table
-///   that is its own index.
-///
-/// `gate_drafts` keeps its v1 layout: its rowid is the "oldest first" tie-breaker, and an update
-/// of a row rewrites its one page whatever the row holds.
-const MIGRATE_V2: &str = "
-CREATE TABLE gate_revisions_v2 (
-    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB,
-    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq)) WITHOUT ROWID;
-INSERT INTO gate_revisions_v2 (draft_id, seq, revision, canonical, created_at)
-    SELECT r.draft_id, r.seq, r.revision,
-           CASE WHEN d.canonical IS r.canonical THEN NULL ELSE r.canonical END, r.created_at
-    FROM gate_revisions r LEFT JOIN gate_drafts d ON d.id = r.draft_id AND d.seq = r.seq;
-DROP TABLE gate_revisions;
-ALTER TABLE gate_revisions_v2 RENAME TO gate_revisions;
-CREATE TABLE gate_operations_v2 (
-    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
-    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
-    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER)
-    WITHOUT ROWID;
-INSERT INTO gate_operations_v2 SELECT id, fingerprint, draft_id, revision, status, owner,
-    lease_until, result, error, attempts, started_at, finished_at FROM gate_operations;
-DROP TABLE gate_operations;
-ALTER TABLE gate_operations_v2 RENAME TO gate_operations;
-CREATE TABLE gate_rate_v2 (
-    tool TEXT NOT NULL, at INTEGER NOT NULL, runs INTEGER NOT NULL, PRIMARY KEY (tool, at))
-    WITHOUT ROWID;
-INSERT INTO gate_rate_v2 (tool, at, runs) SELECT tool, at, COUNT(*) FROM gate_rate GROUP BY tool, at;
-DROP TABLE gate_rate;
-ALTER TABLE gate_rate_v2 RENAME TO gate_rate;
-";
-
-/// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
-/// downgraded or written.
-const MIGRATIONS: &[(i64, &str)] = &[(1, SCHEMA_V1), (2, MIGRATE_V2)];
+use crate::model::{
+    Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RateWindow, RevisionRecord,
+};
 
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
                              created_at, expires_at, state, detail";
 const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
-                          error, attempts, started_at, finished_at";
+                          error, attempts, started_at, finished_at, principal";
 
 /// How hard SQLite syncs each commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,24 +101,6 @@ impl SqliteStore {
             .lock()
             .map_err(|_| Error::store("sqlite connection lock poisoned"))
     }
-}
-
-/// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
-/// the version under the write lock so that of two processes opening an old file only the first
-/// migrates and the second finds it done. The version lives in a table of the gate's own:
-/// `PRAGMA user_version` belongs to the whole file, which the replay ledger shares.
-fn migrate(conn: &mut Connection) -> Result<()> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db)?;
-    migrate_schema(&tx, "gate_schema_version", MIGRATIONS).map_err(|e| match e {
-        MigrateError::Sqlite(e) => db(e),
-        MigrateError::Newer { found, known } => Error::store(format!(
-            "sqlite: gate schema v{found} is newer than this build knows (v{known}); \
-             refusing to open it"
-        )),
-    })?;
-    tx.commit().map_err(db)
 }
 
 /// A `BEGIN IMMEDIATE` transaction through cached statements: rusqlite's own transaction parses
@@ -297,8 +218,10 @@ fn read_op(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Operation>> {
     let attempts: u32 = row.get(9)?;
     let started_at: i64 = row.get(10)?;
     let finished_at: Option<i64> = row.get(11)?;
+    let principal: String = row.get(12)?;
     Ok((|| {
         Ok(Operation {
+            principal: principal_from_row(&principal)?,
             id,
             fingerprint: Digest::from_hex(&fingerprint)
                 .map_err(|_| Error::store("stored fingerprint is malformed"))?,
@@ -327,11 +250,11 @@ fn get_draft(conn: &Connection, id: &DraftId) -> Result<Option<Draft>> {
         .transpose()
 }
 
-fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
-    let sql = format!("SELECT {OP_COLUMNS} FROM gate_operations WHERE id = ?1");
+fn get_op(conn: &Connection, principal: &str, id: &str) -> Result<Option<Operation>> {
+    let sql = format!("SELECT {OP_COLUMNS} FROM gate_operations WHERE principal = ?1 AND id = ?2");
     conn.prepare_cached(&sql)
         .map_err(db)?
-        .query_row([id], read_op)
+        .query_row([principal, id], read_op)
         .optional()
         .map_err(db)?
         .transpose()
@@ -340,6 +263,7 @@ fn get_op(conn: &Connection, id: &str) -> Result<Option<Operation>> {
 fn write(
     conn: &Connection,
     window: Option<&(String, i64)>,
+    quota: Option<&super::QuotaKeys>,
     stored: Option<&Draft>,
     commit: Commit,
 ) -> Result<Vec<AuditRecord>> {
@@ -425,8 +349,8 @@ fn write(
     if let Some(op) = commit.operation {
         let sql = format!(
             "INSERT INTO gate_operations ({OP_COLUMNS})
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)
-             ON CONFLICT(id) DO UPDATE SET fingerprint=excluded.fingerprint,
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)
+             ON CONFLICT(principal, id) DO UPDATE SET fingerprint=excluded.fingerprint,
              draft_id=excluded.draft_id, revision=excluded.revision, status=excluded.status,
              owner=excluded.owner, lease_until=excluded.lease_until, result=excluded.result,
              error=excluded.error, attempts=excluded.attempts, started_at=excluded.started_at,
@@ -446,9 +370,13 @@ fn write(
                 op.error,
                 op.attempts,
                 op.started_at,
-                op.finished_at
+                op.finished_at,
+                principal_to_row(&op.principal)
             ])
             .map_err(db)?;
+    }
+    if let (Some((principal, at)), Some(q)) = (&commit.proposal_event, quota) {
+        tenancy::count_proposal(conn, principal, *at, q.since)?;
     }
     if let Some((tool, at)) = commit.rate_event {
         if let Some((_, since)) = window {
@@ -533,18 +461,31 @@ impl GateStore for SqliteStore {
                 .map_err(db)?,
             None => RateWindow::default(),
         };
+        let operation = match (&draft, &keys.operation) {
+            (Some(d), Some(id)) => get_op(tx.conn, &principal_to_row(&d.principal), id)?,
+            _ => None,
+        };
+        let (open, proposals) = match &keys.quota {
+            Some(q) => tenancy::quota(tx.conn, q)?,
+            None => (None, RateWindow::default()),
+        };
         let snapshot = Snapshot {
             draft,
-            operation: match &keys.operation {
-                Some(id) => get_op(tx.conn, id)?,
-                None => None,
-            },
+            operation,
             rate,
+            open,
+            proposals,
         };
         phases.reached(Phase::Read);
         let commit = step(snapshot);
         phases.reached(Phase::Decide);
-        let sealed = write(tx.conn, window.as_ref(), stored.as_ref(), commit)?;
+        let sealed = write(
+            tx.conn,
+            window.as_ref(),
+            keys.quota.as_ref(),
+            stored.as_ref(),
+            commit,
+        )?;
         phases.reached(Phase::Write);
         tx.commit()?;
         phases.reached(Phase::Commit);
@@ -601,9 +542,19 @@ impl GateStore for SqliteStore {
         .collect()
     }
 
-    async fn operation(&self, id: &str) -> Result<Option<Operation>> {
+    async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>> {
         let conn = self.lock()?;
-        get_op(&conn, id)
+        get_op(&conn, &principal_to_row(principal), id)
+    }
+
+    async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
+        let conn = self.lock()?;
+        tenancy::list(&conn, principal, page)
+    }
+
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64> {
+        let conn = self.lock()?;
+        tenancy::purge(&conn, states, before)
     }
 
     async fn health(&self) -> Result<()> {

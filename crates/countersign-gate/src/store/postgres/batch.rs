@@ -23,9 +23,10 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
+use super::tenancy::{self, Quota};
 use super::{
-    BEGIN, Bound, DRAFT_LOCK, Ended, OP_LOCK, OpenTx, Sql, Statements, draft_row, ended, in_order,
-    op_row, prepare, seal_and_commit, sealed, writes,
+    BEGIN, Bound, DRAFT_LOCK, Ended, OP_LOCK, OpenTx, QUOTA_LOCK, Sql, Statements, draft_row,
+    ended, in_order, op_row, prepare, seal_and_commit, sealed, writes,
 };
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
@@ -35,6 +36,9 @@ use crate::store::{Commit, Snapshot, Step, TxKeys};
 /// How long a batch waits for its members' decisions. A member whose task is not scheduled in
 /// time is left out of the batch (it writes nothing there) and runs alone afterwards, so one
 /// stalled caller never holds the others' locks for long.
+/// Where the `ops` read puts the draft id an operation came with: after its 13 columns.
+const OP_DRAFT: usize = 13;
+
 const DECIDE_WITHIN: Duration = Duration::from_secs(2);
 
 /// How big batches get and how many run at once.
@@ -65,6 +69,7 @@ struct State {
 struct Member {
     draft: Option<DraftId>,
     operation: Option<String>,
+    quota: Option<Quota>,
     turn: oneshot::Sender<Turn>,
 }
 
@@ -135,6 +140,7 @@ impl Queue {
         };
         let mut drafts = HashSet::new();
         let mut operations = HashSet::new();
+        let mut principals = HashSet::new();
         let mut taken = Vec::new();
         let mut left = VecDeque::new();
         while let Some(m) = state.waiting.pop_front() {
@@ -142,13 +148,17 @@ impl Queue {
                 continue;
             }
             let clash = m.draft.as_ref().is_some_and(|d| drafts.contains(d))
-                || m.operation.as_ref().is_some_and(|o| operations.contains(o));
+                || m.operation.as_ref().is_some_and(|o| operations.contains(o))
+                || m.quota
+                    .as_ref()
+                    .is_some_and(|q| principals.contains(&q.principal));
             if clash || taken.len() == self.limits.members {
                 left.push_back(m);
                 continue;
             }
             drafts.extend(m.draft.clone());
             operations.extend(m.operation.clone());
+            principals.extend(m.quota.as_ref().map(|q| q.principal.clone()));
             taken.push(m);
         }
         state.waiting = left;
@@ -172,6 +182,7 @@ pub(super) async fn transact(
     let member = Member {
         draft: keys.draft.clone(),
         operation: keys.operation.clone(),
+        quota: keys.quota.as_ref().map(Quota::of),
         turn,
     };
     if queue.push(member) {
@@ -274,6 +285,15 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     ) else {
         return alone(members);
     };
+    let quotas: Vec<&Quota> = members.iter().filter_map(|m| m.quota.as_ref()).collect();
+    let qst = if quotas.is_empty() {
+        None
+    } else {
+        match tenancy::Statements::prepare(&client, &sql.tenancy).await {
+            Ok(q) => Some(q),
+            Err(_) => return alone(members),
+        }
+    };
     let open = OpenTx::new(client);
     let Ok(tx) = open.client() else {
         return alone(members);
@@ -286,29 +306,50 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
         .iter()
         .filter_map(|m| m.operation.as_deref())
         .collect();
+    // Each operation id with the draft whose principal scopes it (none without a draft).
+    let (scoped_ops, op_drafts): (Vec<&str>, Vec<&str>) = members
+        .iter()
+        .filter_map(|m| Some((m.operation.as_deref()?, m.draft.as_ref()?.as_str())))
+        .unzip();
     // The two-key advisory locks, as (class, id) pairs.
     let classes: Vec<i32> = std::iter::repeat_n(DRAFT_LOCK, draft_ids.len())
         .chain(std::iter::repeat_n(OP_LOCK, op_ids.len()))
+        .chain(std::iter::repeat_n(QUOTA_LOCK, quotas.len()))
         .collect();
-    let ids: Vec<&str> = draft_ids.iter().chain(&op_ids).copied().collect();
+    let principals = quotas.iter().map(|q| q.principal.as_str());
+    let ids: Vec<&str> = draft_ids
+        .iter()
+        .chain(&op_ids)
+        .copied()
+        .chain(principals)
+        .collect();
     // BEGIN, every lock (one statement, in the one global order), then the reads: one round
     // trip, sent in this order, so no row is read before its lock is held.
     let read = tokio::try_join!(
         tx.batch_execute(BEGIN),
         async { tx.execute(&bst.lock_many, &[&classes, &ids]).await },
         async { tx.query(&bst.drafts, &[&draft_ids]).await },
-        async { tx.query(&bst.ops, &[&op_ids]).await },
+        async { tx.query(&bst.ops, &[&scoped_ops, &op_drafts]).await },
+        async {
+            match &qst {
+                Some(q) => tenancy::batch_counts(tx, q, &quotas).await,
+                None => Ok(Vec::new()),
+            }
+        },
     );
-    let Ok(((), _, draft_rows, op_rows)) = read else {
+    let Ok(((), _, draft_rows, op_rows, quota_rows)) = read else {
         return alone(members);
     };
     let drafts: Result<HashMap<String, Draft>> = draft_rows
         .iter()
         .map(|r| draft_row(r).map(|d| (d.id.as_str().to_owned(), d)))
         .collect();
-    let operations: Result<HashMap<String, Operation>> = op_rows
+    let operations: Result<HashMap<(String, String), Operation>> = op_rows
         .iter()
-        .map(|r| op_row(r).map(|o| (o.id.clone(), o)))
+        .map(|r| {
+            let draft: String = r.try_get(OP_DRAFT).map_err(super::pg)?;
+            op_row(r).map(|o| ((draft, o.id.clone()), o))
+        })
         .collect();
     let (Ok(mut drafts), Ok(mut operations)) = (drafts, operations) else {
         // A row that does not parse is reported by the lone transition that reads it.
@@ -321,10 +362,24 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
         let draft = m.draft.as_ref().and_then(|d| drafts.remove(d.as_str()));
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
+        let quota_counts = m.quota.as_ref().map(|q| tenancy::counts_of(&quota_rows, q));
+        let (open, proposals) = match quota_counts.transpose() {
+            Ok(c) => c.unwrap_or((None, RateWindow::default())),
+            // Counts that cannot be read are decided on alone, never guessed.
+            Err(_) => {
+                let _ = m.turn.send(Turn::Alone);
+                continue;
+            }
+        };
         let snapshot = Snapshot {
             draft,
-            operation: m.operation.as_ref().and_then(|o| operations.remove(o)),
+            operation: match (&m.operation, &m.draft) {
+                (Some(o), Some(d)) => operations.remove(&(d.as_str().to_owned(), o.clone())),
+                _ => None,
+            },
             rate: RateWindow::default(),
+            open,
+            proposals,
         };
         let (decision, decided) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
@@ -334,14 +389,14 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
             done: done_rx,
         };
         if m.turn.send(turn).is_ok() {
-            asked.push((decided, done, stored));
+            asked.push((decided, done, stored, m.quota));
         }
     }
     let deadline = tokio::time::Instant::now() + DECIDE_WITHIN;
     let mut decided = Vec::with_capacity(asked.len());
-    for (decision, done, stored) in asked {
+    for (decision, done, stored, quota) in asked {
         match tokio::time::timeout_at(deadline, decision).await {
-            Ok(Ok(commit)) => decided.push((done, commit, stored)),
+            Ok(Ok(commit)) => decided.push((done, commit, stored, quota)),
             // Its caller is gone: it writes nothing.
             Ok(Err(_)) => {}
             Err(_) => {
@@ -356,12 +411,14 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let mut commits = Vec::with_capacity(decided.len());
     let mut dones = Vec::with_capacity(decided.len());
     let mut stored = Vec::with_capacity(decided.len());
-    for (done, mut commit, read) in decided {
+    let mut quotas = Vec::with_capacity(decided.len());
+    for (done, mut commit, read, quota) in decided {
         counts.push(commit.audit.len());
         events.append(&mut commit.audit);
         commits.push(commit);
         dones.push(done);
         stored.push(read);
+        quotas.push(quota);
     }
     let chain: Vec<Unchained> = events.into_iter().map(Unchained::new).collect();
     let bound: Vec<Bound<'_>> = commits
@@ -372,6 +429,11 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let mut sent = Vec::new();
     for b in &bound {
         writes(tx, &st, b, None, &mut sent);
+    }
+    for (commit, quota) in commits.iter().zip(&quotas) {
+        if let (Some((_, at)), Some(q), Some(qst)) = (&commit.proposal_event, quota, &qst) {
+            tenancy::count_proposal(tx, qst, &q.principal, at, &q.since, &mut sent);
+        }
     }
     seal_and_commit(tx, &st, &chain, &mut sent);
     let results = in_order(sent).await;

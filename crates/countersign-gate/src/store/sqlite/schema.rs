@@ -1,0 +1,122 @@
+//! The SQLite store's schema and its forward-only migrations.
+
+use countersign_replay::sqlite_schema::{MigrateError, migrate as migrate_schema};
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::db;
+use crate::error::{Error, Result};
+
+/// The first schema, exactly as it was created before the gate kept a schema version: a file
+/// without `gate_schema_version` is either empty or holds these tables.
+const SCHEMA_V1: &str = "
+CREATE TABLE IF NOT EXISTS gate_drafts (
+    id TEXT PRIMARY KEY, action TEXT NOT NULL, risk TEXT NOT NULL, seq INTEGER NOT NULL,
+    revision TEXT NOT NULL, canonical BLOB NOT NULL, hidden TEXT NOT NULL, principal TEXT NOT NULL,
+    created_at INTEGER NOT NULL, expires_at INTEGER NOT NULL, state TEXT NOT NULL,
+    detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS gate_revisions (
+    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB NOT NULL,
+    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq));
+CREATE TABLE IF NOT EXISTS gate_operations (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
+    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER);
+CREATE TABLE IF NOT EXISTS gate_rate (tool TEXT NOT NULL, at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON gate_rate (tool, at);
+CREATE TABLE IF NOT EXISTS gate_audit (seq INTEGER PRIMARY KEY, digest TEXT NOT NULL, body BLOB NOT NULL);
+";
+
+/// v2 touches fewer pages per transaction; every commit writes each page it dirties to the WAL,
+/// so pages, not rows, are what a transaction costs.
+///
+/// * `gate_revisions` keeps the canonical bytes only of superseded revisions: the current
+///   revision's bytes are the draft's own (`canonical` NULL here), written once at proposal
+///   instead of twice. With small rows the table is `WITHOUT ROWID`, one B-tree instead of a
+///   table and its key index.
+/// * `gate_operations` is `WITHOUT ROWID` as well, and is updated in place: v1's
+///   `INSERT OR REPLACE` deleted the row and appended it under a new rowid, dirtying the old
+///   page, the table's tail page and the key index on every outcome.
+/// * `gate_rate` keeps one row per (tool, millisecond) with a count, in a `WITHOUT ROWID` table
+///   that is its own index.
+///
+/// `gate_drafts` keeps its v1 layout: its rowid is the "oldest first" tie-breaker, and an update
+/// of a row rewrites its one page whatever the row holds.
+const MIGRATE_V2: &str = "
+CREATE TABLE gate_revisions_v2 (
+    draft_id TEXT NOT NULL, seq INTEGER NOT NULL, revision TEXT NOT NULL, canonical BLOB,
+    created_at INTEGER NOT NULL, PRIMARY KEY (draft_id, seq)) WITHOUT ROWID;
+INSERT INTO gate_revisions_v2 (draft_id, seq, revision, canonical, created_at)
+    SELECT r.draft_id, r.seq, r.revision,
+           CASE WHEN d.canonical IS r.canonical THEN NULL ELSE r.canonical END, r.created_at
+    FROM gate_revisions r LEFT JOIN gate_drafts d ON d.id = r.draft_id AND d.seq = r.seq;
+DROP TABLE gate_revisions;
+ALTER TABLE gate_revisions_v2 RENAME TO gate_revisions;
+CREATE TABLE gate_operations_v2 (
+    id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL, revision TEXT NOT NULL,
+    status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL, result TEXT,
+    error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER)
+    WITHOUT ROWID;
+INSERT INTO gate_operations_v2 SELECT id, fingerprint, draft_id, revision, status, owner,
+    lease_until, result, error, attempts, started_at, finished_at FROM gate_operations;
+DROP TABLE gate_operations;
+ALTER TABLE gate_operations_v2 RENAME TO gate_operations;
+CREATE TABLE gate_rate_v2 (
+    tool TEXT NOT NULL, at INTEGER NOT NULL, runs INTEGER NOT NULL, PRIMARY KEY (tool, at))
+    WITHOUT ROWID;
+INSERT INTO gate_rate_v2 (tool, at, runs) SELECT tool, at, COUNT(*) FROM gate_rate GROUP BY tool, at;
+DROP TABLE gate_rate;
+ALTER TABLE gate_rate_v2 RENAME TO gate_rate;
+";
+
+/// v3 scopes operation ids to a principal and adds what the per-principal ceilings, the
+/// listing and retention read.
+///
+/// * `gate_operations` is keyed by (principal, id): two principals' operations with one id are
+///   two rows. An existing operation takes its draft's principal, the only one that could run it.
+/// * `gate_quota` counts each principal's proposals and revisions per millisecond, pruned to
+///   the quota window like `gate_rate`.
+/// * `gate_drafts_principal` serves a principal's listing in creation order; the partial index
+///   `gate_drafts_open` holds only open drafts, so counting a principal's open drafts never
+///   reads its decided ones.
+const MIGRATE_V3: &str = "
+CREATE TABLE gate_operations_v3 (
+    principal TEXT NOT NULL, id TEXT NOT NULL, fingerprint TEXT NOT NULL, draft_id TEXT NOT NULL,
+    revision TEXT NOT NULL, status TEXT NOT NULL, owner TEXT NOT NULL, lease_until INTEGER NOT NULL,
+    result TEXT, error TEXT, attempts INTEGER NOT NULL, started_at INTEGER NOT NULL,
+    finished_at INTEGER, PRIMARY KEY (principal, id)) WITHOUT ROWID;
+INSERT INTO gate_operations_v3 SELECT
+    COALESCE(d.principal, '{\"session\":null,\"subject\":null,\"tenant\":null}'),
+    o.id, o.fingerprint, o.draft_id, o.revision, o.status, o.owner, o.lease_until, o.result,
+    o.error, o.attempts, o.started_at, o.finished_at
+    FROM gate_operations o LEFT JOIN gate_drafts d ON d.id = o.draft_id;
+DROP TABLE gate_operations;
+ALTER TABLE gate_operations_v3 RENAME TO gate_operations;
+CREATE TABLE gate_quota (
+    principal TEXT NOT NULL, at INTEGER NOT NULL, made INTEGER NOT NULL,
+    PRIMARY KEY (principal, at)) WITHOUT ROWID;
+CREATE INDEX gate_drafts_principal ON gate_drafts (principal, created_at, id);
+CREATE INDEX gate_drafts_open ON gate_drafts (principal, expires_at)
+    WHERE state IN ('proposed', 'approved');
+";
+
+/// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
+/// downgraded or written.
+const MIGRATIONS: &[(i64, &str)] = &[(1, SCHEMA_V1), (2, MIGRATE_V2), (3, MIGRATE_V3)];
+
+/// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
+/// the version under the write lock so that of two processes opening an old file only the first
+/// migrates and the second finds it done. The version lives in a table of the gate's own:
+/// `PRAGMA user_version` belongs to the whole file, which the replay ledger shares.
+pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db)?;
+    migrate_schema(&tx, "gate_schema_version", MIGRATIONS).map_err(|e| match e {
+        MigrateError::Sqlite(e) => db(e),
+        MigrateError::Newer { found, known } => Error::store(format!(
+            "sqlite: gate schema v{found} is newer than this build knows (v{known}); \
+             refusing to open it"
+        )),
+    })?;
+    tx.commit().map_err(db)
+}
