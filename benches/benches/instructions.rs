@@ -36,8 +36,8 @@ mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 use fixtures::{
-    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy, rt,
-    secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
+    LEDGER, NOW, PROSE, ROOMY_LIMITS, Tokens, args_1k, args_256, gated_cycle, ledger_binding,
+    nonce, policy, rt, secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
 };
 
 /// One path, and what it is compared against.
@@ -333,7 +333,7 @@ fn mcp_calls(gated: bool, iters: u64) {
     rt.block_on(async {
         let core = gated.then(|| {
             let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
-            Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"))
+            Arc::new(Countersign::new(Arc::new(store), Some(ROOMY_LIMITS), None).expect("layer"))
         });
         let client = echo::in_process(core).await;
         for _ in 0..iters {
@@ -360,7 +360,8 @@ fn mcp_gated_execute(iters: u64) {
     let dir = tempfile::tempdir().expect("tmp");
     rt.block_on(async {
         let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
-        let core = Arc::new(Countersign::new(Arc::new(store), None, None).expect("layer"));
+        let core =
+            Arc::new(Countersign::new(Arc::new(store), Some(ROOMY_LIMITS), None).expect("layer"));
         let client = echo::in_process(Some(core.clone())).await;
         let text = PROSE.repeat(4);
         for n in 0..iters {

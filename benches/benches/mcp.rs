@@ -50,7 +50,7 @@ mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 use echo::{Bench, Client, in_process};
-use fixtures::no_op;
+use fixtures::{ROOMY_LIMITS, no_op};
 
 fn role() -> Option<(String, Vec<String>)> {
     let args: Vec<String> = std::env::args().collect();
@@ -606,6 +606,8 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let home = tempfile::tempdir().expect("home");
     let home_path = home.path().to_path_buf();
+    // The proxies read the home folder's policy: ceilings no run of the benchmark reaches.
+    std::fs::write(home.path().join("countersign.toml"), ROOMY_LIMITS).expect("policy");
     let db = home.path().join("bench.db");
     let store = format!("sqlite:{}", db.display());
     let exe = std::env::current_exe().expect("exe").display().to_string();
@@ -738,7 +740,7 @@ fn main() {
     let core = Arc::new(
         Countersign::new(
             Arc::new(SqliteStore::open(&inproc_db).expect("sqlite")),
-            None,
+            Some(ROOMY_LIMITS),
             None,
         )
         .expect("layer"),

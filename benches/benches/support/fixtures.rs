@@ -13,8 +13,19 @@ use countersign_gate::{
 };
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
 
-/// The demo tool's policy: approval, and the fields a person sees shaped.
+/// Per-principal ceilings no benchmark reaches: every proposal still counts against them (the
+/// quota read and write are part of what is measured), none is refused.
+pub(crate) const ROOMY_LIMITS: &str = "[limits]
+open_drafts = 1000000000
+proposals = { max = 1000000000, per = \"1m\" }
+";
+
+/// The demo tool's policy: approval, the fields a person sees shaped, and [`ROOMY_LIMITS`].
 pub(crate) const POLICY: &str = r#"
+[limits]
+open_drafts = 1000000000
+proposals = { max = 1000000000, per = "1m" }
+
 [tools."publish_post"]
 mode = "approval"
 risk = "external_side_effect"

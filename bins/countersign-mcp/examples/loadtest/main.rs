@@ -396,13 +396,17 @@ async fn run(args: Args) -> Result<bool, Fatal> {
 
 async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool, Fatal> {
     let home = tempfile::tempdir()?;
-    let mut policy = std::fs::OpenOptions::new();
-    policy.write(true).create_new(true);
+    // Every client calls as the same (absent) principal, so the per-principal ceilings are set
+    // beyond what a run proposes.
+    let policy = format!(
+        "{DEMO_POLICY}\n[limits]\nopen_drafts = 1000000000\nproposals = {{ max = 1000000000, per = \"1m\" }}\n"
+    );
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut policy, 0o600);
-    policy
-        .open(home.path().join("countersign.toml"))?
-        .write_all(DEMO_POLICY.as_bytes())?;
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    file.open(home.path().join("countersign.toml"))?
+        .write_all(policy.as_bytes())?;
     let out_dir = tempfile::tempdir()?;
     let out = args
         .out
@@ -415,7 +419,7 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     let gate = Arc::new(
         Gate::new(
             Arc::new(PostgresStore::connect(store, "countersign").await?),
-            Arc::new(Policy::from_toml(DEMO_POLICY)?),
+            Arc::new(Policy::from_toml(&policy)?),
         )
         .with_anchor(Anchor::new(home.path().join("gate-audit-loadtest.anchor"))),
     );
