@@ -26,6 +26,7 @@
 mod auth;
 mod conn;
 mod limits;
+mod registry;
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;

@@ -26,7 +26,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::limits::{Admitted, Conn, ConnectionLimits, Registry};
+use super::limits::ConnectionLimits;
+use super::registry::{Admitted, Conn, Registry};
 
 /// How long the accept loop rests after a failed accept (out of descriptors, say) before trying
 /// again, so it does not spin.
