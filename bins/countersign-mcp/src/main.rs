@@ -68,7 +68,7 @@ struct Cli {
     /// connection waiting for a request makes room for a newcomer.
     #[arg(long, value_name = "N", requires = "http")]
     max_connections: Option<usize>,
-    /// Connections held at once from one address or IPv6 /64 (default 64); behind a reverse
+    /// Connections held at once from one address or IPv6 /64 (default 128); behind a reverse
     /// proxy, every client is the proxy's address.
     #[arg(long, value_name = "N", requires = "http")]
     max_connections_per_peer: Option<usize>,

@@ -42,8 +42,9 @@ pub struct ConnectionLimits {
 impl ConnectionLimits {
     /// The global cap when the open-file limit allows it.
     pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
-    /// The per-peer cap: far more than one MCP host opens, a small share of the global cap.
-    pub const DEFAULT_MAX_PER_PEER: usize = 64;
+    /// The per-peer cap: far more than one MCP host opens (a session's event stream and a call
+    /// or two), room for many hosts behind one NAT, a quarter of the global cap.
+    pub const DEFAULT_MAX_PER_PEER: usize = 128;
     /// The header timeout: ample for any client on a slow link, short for a stalled one.
     pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
     /// The idle timeout: above the 90 s that common HTTP clients keep an idle connection for,
