@@ -2,12 +2,16 @@
 //!
 //! Argument parsing and wiring only; everything else lives in the countersign-mcp crate. Stdout
 //! carries the protocol, so logs go to stderr (level from `RUST_LOG`) and start-up failures are
-//! one `error[CODE]: message` line on stderr with the contract's exit codes.
+//! one `error[CODE]: message` line on stderr with the contract's exit codes. What a person sees
+//! on stderr besides (the log's filter, the note at a terminal) is in [`console`].
+
+mod console;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy};
@@ -53,20 +57,28 @@ struct Cli {
     /// The largest HTTP request body in bytes (413 beyond).
     #[arg(long, value_name = "BYTES", requires = "http")]
     max_body: Option<usize>,
+    /// Seconds a client may take to send a request's headers before its connection is closed
+    /// (default 10).
+    #[arg(long, value_name = "SECS", requires = "http")]
+    header_timeout: Option<u64>,
+    /// Seconds a connection may wait between requests before it is closed (default 120).
+    #[arg(long, value_name = "SECS", requires = "http")]
+    idle_timeout: Option<u64>,
+    /// Connections held at once (default 512, at most half the open-file limit); at the cap a
+    /// connection waiting for a request makes room for a newcomer.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections: Option<usize>,
+    /// Connections held at once from one address or IPv6 /64 (default 128); behind a reverse
+    /// proxy, every client is the proxy's address.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_connections_per_peer: Option<usize>,
     /// The upstream command and its arguments.
     #[arg(last = true)]
     command: Vec<String>,
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    console::init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -78,6 +90,9 @@ fn main() -> ExitCode {
     if !cli.upstream && !cli.demo {
         eprintln!("error[USAGE]: give --demo or --upstream -- CMD ARGS…");
         return ExitCode::from(2);
+    }
+    if cli.http.is_none() {
+        console::greet_a_person_at_a_terminal();
     }
     // Over HTTP the server answers many clients at once on every core. Over stdio it serves one
     // conversation, whose tasks (the reader, the handler, the upstream session, the writer) hand
@@ -122,6 +137,19 @@ async fn run(cli: Cli) -> Result<(), Error> {
             http.allowed_hosts = cli.allowed_hosts;
             if let Some(max) = cli.max_body {
                 http.max_body = max;
+            }
+            let limits = &mut http.connections;
+            if let Some(secs) = cli.header_timeout {
+                limits.header_timeout = Duration::from_secs(secs);
+            }
+            if let Some(secs) = cli.idle_timeout {
+                limits.idle_timeout = Duration::from_secs(secs);
+            }
+            if let Some(max) = cli.max_connections {
+                limits.max_connections = max;
+            }
+            if let Some(max) = cli.max_connections_per_peer {
+                limits.max_per_peer = max;
             }
             http.check()?;
             Some(http)

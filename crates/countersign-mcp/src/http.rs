@@ -15,28 +15,33 @@
 //! them, so several replicas on one shared store work for clients that keep a session on one
 //! replica; drafts, approvals and operations live in the store and move freely between them.
 //!
+//! Before any of that, a connection is admitted under the [`ConnectionLimits`]: caps on
+//! connections held in all and per peer, and deadlines for a request's head and between
+//! requests, so that connections stalled on purpose cannot lock anyone out (see `limits`).
+//!
 //! Shutdown stops accepting, lets the POST requests in flight finish (their responses included,
 //! so an execute in progress is delivered), closes the streams that never end on their own, and
 //! returns.
 
 mod auth;
+mod conn;
+mod limits;
+mod registry;
 
 use std::collections::{HashMap, VecDeque};
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes, HttpBody};
+use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt as _;
 use countersign_canon::{Limits, Principal};
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -44,9 +49,10 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tokio_util::task::task_tracker::TaskTrackerToken;
 
 pub use self::auth::Clients;
+use self::conn::Holding;
+pub use self::limits::ConnectionLimits;
 use crate::core::Countersign;
 use crate::error::{Error, Result};
 use crate::gated::Gated;
@@ -85,6 +91,8 @@ pub struct HttpOptions {
     pub max_body: usize,
     /// How long requests in flight may run on after a shutdown signal.
     pub grace: Duration,
+    /// Connection caps and timeouts.
+    pub connections: ConnectionLimits,
 }
 
 impl HttpOptions {
@@ -103,6 +111,7 @@ impl HttpOptions {
             allowed_hosts: Vec::new(),
             max_body: Self::DEFAULT_MAX_BODY,
             grace: Self::DEFAULT_GRACE,
+            connections: ConnectionLimits::new(),
         }
     }
 
@@ -120,7 +129,7 @@ impl HttpOptions {
         if self.max_body == 0 {
             return Err(Error::Config("the body limit must be above zero".into()));
         }
-        Ok(())
+        self.connections.check()
     }
 
     /// The accepted `Host` names: loopback names, the bound address unless it is a wildcard,
@@ -144,6 +153,7 @@ pub struct HttpServer {
     sessions: CancellationToken,
     in_flight: TaskTracker,
     grace: Duration,
+    connections: ConnectionLimits,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -220,6 +230,7 @@ impl HttpServer {
             sessions,
             in_flight,
             grace: options.grace,
+            connections: options.connections,
         })
     }
 
@@ -240,13 +251,11 @@ impl HttpServer {
             sessions,
             in_flight,
             grace,
+            connections,
             ..
         } = self;
         let stopping = CancellationToken::new();
-        let listener = listener.tap_io(accepted);
-        let serve = axum::serve(listener, router)
-            .with_graceful_shutdown(stopping.clone().cancelled_owned())
-            .into_future();
+        let serve = conn::serve(listener, router, connections, stopping.clone());
         let mut server = tokio::spawn(serve);
         tokio::select! {
             () = shutdown => {}
@@ -274,14 +283,8 @@ impl HttpServer {
     }
 }
 
-fn served(
-    finished: std::result::Result<std::io::Result<()>, tokio::task::JoinError>,
-) -> Result<()> {
-    match finished {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(Error::Transport(format!("serving HTTP failed: {e}"))),
-        Err(e) => Err(Error::Transport(format!("the HTTP server stopped: {e}"))),
-    }
+fn served(finished: std::result::Result<(), tokio::task::JoinError>) -> Result<()> {
+    finished.map_err(|e| Error::Transport(format!("the HTTP server stopped: {e}")))
 }
 
 /// Completes on SIGTERM or ctrl-c. The handlers are installed when this is called, so call it
@@ -428,12 +431,7 @@ async fn front_layer(
     {
         front.own(opened, caller);
     }
-    response.map(|body| {
-        Body::new(Counted {
-            body,
-            _ticket: ticket,
-        })
-    })
+    response.map(|body| Body::new(Holding::new(body, ticket)))
 }
 
 impl Front {
@@ -575,32 +573,6 @@ async fn read_capped(mut body: Body, cap: usize) -> std::result::Result<Vec<u8>,
     Ok(out)
 }
 
-/// A response body that keeps its request counted as in flight until it ends or is dropped.
-struct Counted {
-    body: Body,
-    _ticket: TaskTrackerToken,
-}
-
-impl HttpBody for Counted {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<std::result::Result<http_body::Frame<Bytes>, axum::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
-    }
-}
-
 fn plain(status: StatusCode, text: &'static str) -> Response {
     (
         status,
@@ -643,18 +615,6 @@ async fn health(State(core): State<Arc<Countersign>>) -> Response {
     }
 }
 
-/// Readies an accepted connection: answers leave as soon as they are written.
-///
-/// hyper writes a response's head and its body separately. With Nagle's algorithm on, the
-/// second write waits for the client to acknowledge the first, and clients delay that
-/// acknowledgement by up to 40 ms: every MCP answer took 40 ms longer than its work, which
-/// capped two replicas at about 700 gated cycles a second with the machine a third idle.
-fn accepted(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(error = %e, "could not turn off Nagle's algorithm on a connection");
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,26 +624,6 @@ mod tests {
             subject: Some(subject.to_owned()),
             ..Principal::default()
         }
-    }
-
-    /// The listener `run` serves on hands out connections with Nagle's algorithm off.
-    #[tokio::test]
-    async fn accepted_connections_send_without_waiting_for_acknowledgements() {
-        use axum::serve::Listener as _;
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
-        let mut listener = listener.tap_io(accepted);
-        let ((server_side, _), client_side) =
-            tokio::join!(listener.accept(), tokio::net::TcpStream::connect(addr));
-        let client_side = client_side.expect("connect");
-        assert!(
-            !client_side.nodelay().expect("option"),
-            "Nagle's algorithm is on by default"
-        );
-        assert!(
-            server_side.nodelay().expect("option"),
-            "Nagle's algorithm is off"
-        );
     }
 
     #[test]

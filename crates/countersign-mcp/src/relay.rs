@@ -270,7 +270,13 @@ async fn read_loop(
                     break;
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "the upstream sent a line that is not JSON-RPC"),
+            // Position and kind only: serde's own text may quote a value of the line.
+            Err(e) => tracing::warn!(
+                kind = ?e.classify(),
+                line = e.line(),
+                column = e.column(),
+                "the upstream sent a line that is not JSON-RPC"
+            ),
         }
     }
     link.fail_all().await;

@@ -105,16 +105,23 @@ pub async fn serve_stdio_with<H: ServerHandler>(handler: H, limits: Limits) -> R
 }
 
 /// Serves `handler` over an already guarded transport until the client disconnects: the one
-/// serve loop of the stdio server, the demo and the proxy.
+/// serve loop of the stdio server, the demo and the proxy. A client that disconnects before the
+/// handshake completes is an ordinary end, as after it.
 pub(crate) async fn serve_guarded<H, W>(handler: H, transport: GuardedTransport<W>) -> Result<()>
 where
     H: ServerHandler,
     GuardedTransport<W>: rmcp::transport::Transport<rmcp::RoleServer> + 'static,
 {
-    let running = handler
-        .serve(transport)
-        .await
-        .map_err(|e| Error::Transport(e.to_string()))?;
+    let running = match handler.serve(transport).await {
+        Ok(running) => running,
+        // The input ended during the handshake: the client left before asking anything (a
+        // person pressing ctrl-d, a host checking that the command starts). Nothing failed.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
+            tracing::info!(during, "the input ended before the handshake completed");
+            return Ok(());
+        }
+        Err(e) => return Err(Error::Transport(e.to_string())),
+    };
     let reason = running
         .waiting()
         .await

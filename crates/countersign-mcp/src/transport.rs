@@ -130,7 +130,13 @@ async fn read_loop<R, W>(
                         }
                     }
                     Err(e) => {
-                        tracing::debug!(error = %e, "not a JSON-RPC message");
+                        // Position and kind only: serde's own text may quote a value of the message.
+                        tracing::debug!(
+                            kind = ?e.classify(),
+                            line = e.line(),
+                            column = e.column(),
+                            "not a JSON-RPC message"
+                        );
                         let id = serde_json::from_slice::<serde_json::Value>(trim(&line))
                             .ok()
                             .and_then(|v| v.get("id").cloned())

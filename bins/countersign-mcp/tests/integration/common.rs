@@ -51,6 +51,15 @@ async fn serve_pid(cmd: tokio::process::Command) -> (Client, u32) {
     (().serve(child).await.expect("handshake"), pid)
 }
 
+/// Starts `cmd` as an rmcp client with its stderr in the file `log`.
+async fn logging(cmd: tokio::process::Command, log: &Path) -> Client {
+    let (child, _) = TokioChildProcess::builder(cmd)
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("spawn countersign-mcp");
+    ().serve(child).await.expect("handshake")
+}
+
 /// A private home folder with a policy file and the settings both binaries read.
 pub(crate) struct Home {
     pub(crate) dir: tempfile::TempDir,
@@ -128,12 +137,20 @@ impl Home {
     /// The proxy in front of the test upstream, logging at `filter` (`RUST_LOG`) into the file
     /// `log` (its stderr).
     pub(crate) async fn logging_proxy(&self, filter: &str, log: &Path) -> Client {
-        let cmd = self.proxy_command(&[("RUST_LOG", Path::new(filter))]);
-        let (child, _) = TokioChildProcess::builder(cmd)
-            .stderr(std::fs::File::create(log).expect("log file"))
-            .spawn()
-            .expect("spawn countersign-mcp");
-        ().serve(child).await.expect("handshake")
+        logging(self.proxy_command(&[("RUST_LOG", Path::new(filter))]), log).await
+    }
+
+    /// `countersign-mcp --demo`, logging at `filter` (`RUST_LOG`) into the file `log`, with
+    /// `extra` in its environment.
+    pub(crate) async fn logging_demo(
+        &self,
+        filter: &str,
+        log: &Path,
+        extra: &[(&str, &Path)],
+    ) -> Client {
+        let mut env = vec![("RUST_LOG", Path::new(filter))];
+        env.extend_from_slice(extra);
+        logging(self.command(&["--demo"], &env), log).await
     }
 
     async fn proxy_with(&self, extra: &[(&str, &Path)]) -> (Client, u32) {
@@ -300,8 +317,27 @@ impl Home {
     /// The environment of a server process in this home, without any token key.
     pub(crate) fn server_command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = tokio::process::Command::new(mcp_bin());
-        cmd.args(args)
-            .env("COUNTERSIGN_HOME", self.path())
+        cmd.args(args);
+        self.server_env(&mut cmd);
+        cmd
+    }
+
+    /// As [`Home::http`], with the server's open-file limit lowered to `files` (as a small
+    /// container or a service manager's default may leave it).
+    pub(crate) async fn http_with_file_limit(&self, files: u32, args: &[&str]) -> HttpProc {
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(mcp_bin())
+            .args(args);
+        self.server_env(&mut cmd);
+        cmd.env("COUNTERSIGN_TOKEN_SECRET", SECRET);
+        start_http(cmd).await
+    }
+
+    /// The environment and stdio of a server process in this home, without any token key.
+    pub(crate) fn server_env(&self, cmd: &mut tokio::process::Command) {
+        cmd.env("COUNTERSIGN_HOME", self.path())
             .env_remove("COUNTERSIGN_TOKEN_SECRET")
             .env_remove("COUNTERSIGN_STORE")
             .env_remove("COUNTERSIGN_LEDGER")
@@ -312,7 +348,6 @@ impl Home {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        cmd
     }
 
     /// `countersign-mcp ARGS…` (which include `--http ADDR`), with the test token secret, once

@@ -4,9 +4,11 @@
 mod common;
 
 mod attacks;
+mod console;
 mod demo;
 mod guard;
 mod http;
+mod http_limits;
 mod limits;
 mod proxy;
 mod replicas;
