@@ -9,4 +9,5 @@ mod guard;
 mod http;
 mod proxy;
 mod replicas;
+mod revisions;
 mod third_party;
