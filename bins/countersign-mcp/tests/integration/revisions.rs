@@ -57,13 +57,15 @@ async fn one_generation_each_side(client_modern: bool, upstream: &str) {
     let lifecycle = if client_modern { modern() } else { older() };
     let client = home.proxy_in(&env, lifecycle).await;
 
-    listed(&client, client_modern).await;
+    // The first call of a tool lists the upstream's tools; the next is relayed as bytes when
+    // both ends speak one generation.
     for path in ["ordinary", "relayed"] {
         let r = call(&client, "read_text", json!({"path": file})).await;
         assert_ne!(r.is_error, Some(true), "read_text ({path}): {r:?}");
         assert_eq!(sc(&r)["content"], "hello\n");
         assert_shaped(&r, client_modern, path);
     }
+    listed(&client, client_modern).await;
     let refused = call(&client, "read_text", json!({})).await;
     assert_eq!(code(&refused), "UPSTREAM_ERROR");
     assert_shaped(&refused, client_modern, "an upstream refusal");
@@ -116,6 +118,11 @@ async fn a_2026_client_before_an_upstream_of_both_generations_gets_2026_results(
     one_generation_each_side(true, "both").await;
 }
 
+#[tokio::test]
+async fn a_2025_11_25_client_before_an_upstream_of_both_generations_gets_2025_results() {
+    one_generation_each_side(false, "both").await;
+}
+
 /// The advertised `outputSchema` of `name`, checked to be an object schema as every revision
 /// before 2026-07-28 requires.
 fn output_schema(tools: &[Tool], name: &str) -> Value {
@@ -152,7 +159,7 @@ async fn gated_answers_match_the_proxy_listing(lifecycle: ClientLifecycleMode) {
     assert!(!jsonschema::is_valid(&append, &json!({"appended": 1})));
 
     let read = output_schema(&tools, "read_text");
-    for path in ["ordinary", "relayed"] {
+    for path in ["first", "again"] {
         let r = call(&client, "read_text", json!({"path": file})).await;
         assert_admitted(&read, &r, path);
     }
