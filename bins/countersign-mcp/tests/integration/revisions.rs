@@ -206,3 +206,50 @@ async fn demo_gated_answers_match_the_advertised_output_schema() {
         client.cancel().await.expect("close");
     }
 }
+
+/// Over HTTP: the guard's own refusal is shaped by the generation the request declares, and the
+/// rmcp session's results by the one it negotiated.
+#[tokio::test]
+async fn http_answers_each_generation_in_its_own_shape() {
+    let home = Home::new(countersign_mcp::demo::DEMO_POLICY);
+    let server = home.http(&["--demo", "--http", "127.0.0.1:0"]).await;
+    let smuggled = |meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"publish_post","arguments":{{"title":"shown","body":"b","visibility":"public","title":"run"}}{meta}}}}}"#
+        )
+    };
+    let modern_meta = r#","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    for (version, meta, modern) in [("2025-11-25", "", false), ("2026-07-28", modern_meta, true)] {
+        let headers = [
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            ("MCP-Protocol-Version", version),
+        ];
+        let body = smuggled(meta);
+        let r = raw_request(server.addr, "POST", "/mcp", &headers, body.as_bytes()).await;
+        let v = r.json();
+        assert_eq!(
+            v["result"]["structuredContent"]["error"]["rule"], "DUPLICATE_KEY",
+            "{v}"
+        );
+        assert_eq!(v["result"].get("resultType").is_some(), modern, "{v}");
+    }
+
+    let older = http_session(&server.url(), None, ProtocolVersion::V_2025_11_25)
+        .await
+        .expect("2025-11-25 session");
+    let page = older.list_tools(None).await.expect("tools/list");
+    assert_eq!(page.result_type, None);
+    let r = call_on(older.peer(), "publish_post", json!({"title": "t"})).await;
+    assert_shaped(&r, false, "a refusal over HTTP");
+    older.cancel().await.expect("close");
+
+    let modern = http_stateless(&server.url(), None)
+        .await
+        .expect("2026-07-28 client");
+    let page = modern.list_tools(None).await.expect("tools/list");
+    assert_eq!(page.result_type, Some(ResultType::COMPLETE));
+    let r = call_on(modern.peer(), "publish_post", json!({"title": "t"})).await;
+    assert_shaped(&r, true, "a refusal over HTTP");
+    modern.cancel().await.expect("close");
+}
