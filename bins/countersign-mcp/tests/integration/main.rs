@@ -12,4 +12,5 @@ mod http_limits;
 mod limits;
 mod proxy;
 mod replicas;
+mod revisions;
 mod third_party;
