@@ -248,14 +248,17 @@ rows! {
     typescript_proxy_python: Ts, ProxyPy;
     typescript_proxy_filesystem: Ts, ProxyFs;
     typescript_http: Ts, Http;
+    typescript_http_proxy: Ts, HttpProxy;
     python_auto_demo: PyAuto, Demo;
     python_auto_proxy_python: PyAuto, ProxyPy;
     python_auto_proxy_typescript: PyAuto, ProxyTs;
     python_auto_proxy_filesystem: PyAuto, ProxyFs;
     python_auto_http: PyAuto, Http;
+    python_auto_http_proxy: PyAuto, HttpProxy;
     python_legacy_demo: PyLegacy, Demo;
     python_legacy_proxy_python: PyLegacy, ProxyPy;
     python_legacy_proxy_typescript: PyLegacy, ProxyTs;
     python_legacy_proxy_filesystem: PyLegacy, ProxyFs;
     python_legacy_http: PyLegacy, Http;
+    python_legacy_http_proxy: PyLegacy, HttpProxy;
 }

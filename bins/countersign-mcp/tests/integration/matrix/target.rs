@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::driver::{Connect, node_sdk, python, script};
-use crate::common::{Home, HttpProc, mcp_bin};
+use crate::common::{Home, HttpProc, mcp_bin, start_http};
 
 /// The bearer token of the HTTP target's one client.
 const BEARER: &str = "matrix-client-token-5c1e7a9b3d2f4680";
@@ -26,6 +26,9 @@ pub(crate) enum Target {
     ProxyFs,
     /// `countersign-mcp --demo --http … --auth …`, the client sending its bearer token.
     Http,
+    /// The proxy of the TypeScript SDK's upstream over HTTP with bearer auth: the proxy's
+    /// HTTP path answers through the gate's session, without the stdio relay.
+    HttpProxy,
 }
 
 /// Which policy a server of a phase runs under (the tool's table only differs).
@@ -54,6 +57,7 @@ impl Target {
             Target::ProxyPy => "proxy of a Python SDK server",
             Target::ProxyFs => "proxy of server-filesystem",
             Target::Http => "demo over HTTP with bearer auth",
+            Target::HttpProxy => "proxy of a TypeScript SDK server over HTTP with bearer auth",
         }
     }
 
@@ -61,7 +65,7 @@ impl Target {
     pub(crate) fn missing(self) -> Option<String> {
         match self {
             Target::Demo | Target::Http => None,
-            Target::ProxyTs => node_sdk().err(),
+            Target::ProxyTs | Target::HttpProxy => node_sdk().err(),
             Target::ProxyPy => python().err(),
             Target::ProxyFs => fs_server().err(),
         }
@@ -71,7 +75,7 @@ impl Target {
     pub(crate) fn tool(self) -> &'static str {
         match self {
             Target::Demo | Target::Http => "publish_post",
-            Target::ProxyTs | Target::ProxyPy => "append_note",
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => "append_note",
             Target::ProxyFs => "write_file",
         }
     }
@@ -80,7 +84,9 @@ impl Target {
     pub(crate) fn read(self, home: &Home) -> Option<(&'static str, Value)> {
         match self {
             Target::Demo | Target::Http => None,
-            Target::ProxyTs | Target::ProxyPy => Some(("read_notes", json!({}))),
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => {
+                Some(("read_notes", json!({})))
+            }
             Target::ProxyFs => Some((
                 "read_text_file",
                 json!({"path": files(home).join("cli.txt")}),
@@ -99,7 +105,9 @@ impl Target {
                 "visibility": "public",
             }),
             // NFC: the combining accent joins its letter.
-            Target::ProxyTs | Target::ProxyPy => json!({"text": format!("{label} cafe\u{301}")}),
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => {
+                json!({"text": format!("{label} cafe\u{301}")})
+            }
             Target::ProxyFs => json!({
                 "path": files(home).join(format!("{label}.txt")),
                 "content": format!("{label} cafe\u{301}\n"),
@@ -116,7 +124,9 @@ impl Target {
                 "body": "first\nsecond",
                 "visibility": "public",
             }),
-            Target::ProxyTs | Target::ProxyPy => json!({"text": format!("{label} caf\u{e9}")}),
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => {
+                json!({"text": format!("{label} caf\u{e9}")})
+            }
             Target::ProxyFs => json!({
                 "path": files(home).join(format!("{label}.txt")),
                 "content": format!("{label} caf\u{e9}\n"),
@@ -137,7 +147,7 @@ impl Target {
                 .into_iter()
                 .map(|(path, content)| json!({"path": path, "content": content}))
                 .collect(),
-            Target::ProxyTs | Target::ProxyPy => {
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => {
                 let lines = home.lines("notes.jsonl");
                 if !lines.is_empty() {
                     std::fs::write(notes(home), "").expect("clear the notes");
@@ -159,7 +169,7 @@ impl Target {
             Target::Demo | Target::Http => policy.push_str(
                 "fields = { \"/title\" = \"text\", \"/body\" = \"multiline\", \"/notes\" = \"hidden\" }\n",
             ),
-            Target::ProxyTs | Target::ProxyPy => {
+            Target::ProxyTs | Target::ProxyPy | Target::HttpProxy => {
                 policy.push_str("\n[tools.\"read_notes\"]\nmode = \"pass\"\n");
             }
             Target::ProxyFs => policy.push_str("\n[tools.\"read_text_file\"]\nmode = \"pass\"\n"),
@@ -178,77 +188,79 @@ impl Target {
 
     /// Starts (HTTP) or describes (stdio) the server of a phase, under the policy `config`.
     pub(crate) async fn server(self, home: &Home, config: &Path) -> Server {
-        let mcp = path_str(&mcp_bin());
-        let config = path_str(config);
-        let out = path_str(&home.path().join("out"));
-        let demo = || {
-            vec![
-                mcp.clone(),
-                "--config".into(),
-                config.clone(),
-                "--demo".into(),
-                "--out".into(),
-                out.clone(),
-            ]
-        };
-        let proxy = |upstream: Vec<String>| {
-            let mut cmd = vec![
-                mcp.clone(),
-                "--config".into(),
-                config.clone(),
-                "--upstream".into(),
-                "--".into(),
-            ];
-            cmd.extend(upstream);
-            cmd
-        };
-        let command = match self {
-            Target::Demo => demo(),
-            Target::ProxyTs => proxy(vec!["node".into(), script("ts/upstream.mjs")]),
-            Target::ProxyPy => proxy(vec![python().expect("checked"), script("py/upstream.py")]),
+        let mut command = vec![path_str(&mcp_bin()), "--config".into(), path_str(config)];
+        let upstream = match self {
+            Target::Demo | Target::Http => None,
+            Target::ProxyTs | Target::HttpProxy => {
+                Some(vec!["node".into(), script("ts/upstream.mjs")])
+            }
+            Target::ProxyPy => Some(vec![python().expect("checked"), script("py/upstream.py")]),
             Target::ProxyFs => {
                 std::fs::create_dir_all(files(home)).expect("files");
                 let root = std::fs::canonicalize(files(home)).expect("root");
-                proxy(vec![
+                Some(vec![
                     "node".into(),
                     fs_server().expect("checked"),
                     path_str(&root),
                 ])
             }
-            Target::Http => {
-                let auth = home.path().join("auth.toml");
-                std::fs::write(
-                    &auth,
-                    format!(
-                        "[[client]]\ntoken = \"{BEARER}\"\ntenant = \"acme\"\nsubject = \"agent\"\n"
-                    ),
-                )
-                .expect("auth file");
-                set_private(&auth);
-                let mut args = demo();
-                args.remove(0);
-                args.extend([
-                    "--http".into(),
-                    "127.0.0.1:0".into(),
-                    "--auth".into(),
-                    path_str(&auth),
-                ]);
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let http = home.http(&args).await;
-                return Server {
-                    connect: Connect::Http {
-                        url: http.url(),
-                        bearer: BEARER.to_owned(),
-                    },
-                    _http: Some(http),
-                };
-            }
         };
+        if matches!(self, Target::Http | Target::HttpProxy) {
+            command.extend([
+                "--http".into(),
+                "127.0.0.1:0".into(),
+                "--auth".into(),
+                auth_file(home),
+            ]);
+        }
+        match upstream {
+            Some(upstream) => {
+                command.extend(["--upstream".into(), "--".into()]);
+                command.extend(upstream);
+            }
+            None => {
+                command.extend([
+                    "--demo".into(),
+                    "--out".into(),
+                    path_str(&home.path().join("out")),
+                ]);
+            }
+        }
+        if !matches!(self, Target::Http | Target::HttpProxy) {
+            return Server {
+                connect: Connect::Stdio(command),
+                _http: None,
+            };
+        }
+        let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
+        let mut cmd = home.server_command(&args);
+        for (k, v) in self.env(home) {
+            cmd.env(k, v);
+        }
+        if let Ok(dir) = node_sdk() {
+            cmd.env("COUNTERSIGN_TEST_NODE_SDK", dir);
+        }
+        let http = start_http(cmd).await;
         Server {
-            connect: Connect::Stdio(command),
-            _http: None,
+            connect: Connect::Http {
+                url: http.url(),
+                bearer: BEARER.to_owned(),
+            },
+            _http: Some(http),
         }
     }
+}
+
+/// The HTTP targets' auth file: one client, whose token the driver sends.
+fn auth_file(home: &Home) -> String {
+    let auth = home.path().join("auth.toml");
+    std::fs::write(
+        &auth,
+        format!("[[client]]\ntoken = \"{BEARER}\"\ntenant = \"acme\"\nsubject = \"agent\"\n"),
+    )
+    .expect("auth file");
+    set_private(&auth);
+    path_str(&auth)
 }
 
 /// `COUNTERSIGN_TEST_FS_SERVER`: the entry script of `@modelcontextprotocol/server-filesystem`.
