@@ -3,15 +3,18 @@
 //! exactly; its description can be changed while it runs (from a file named by
 //! `UPSTREAM_DESCRIPTION_FILE`), so a test can change a tool between approval and execution.
 //! With `UPSTREAM_ANNOUNCE` set it promises `tools/list_changed` notifications, and its
-//! `set_description` tool rewrites that file and announces the change.
+//! `set_description` tool rewrites that file and announces the change. `UPSTREAM_PROTOCOL`
+//! (`2025-11-25` or `2026-07-28`) makes it speak that one generation only, and
+//! `UPSTREAM_REVISIONS_FILE` names a file it appends each call's protocol revision to, so a test
+//! can see which revision reached it.
 
 use std::io::Write;
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification, Tool,
-    ToolAnnotations,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
@@ -43,8 +46,19 @@ fn tools() -> Vec<Tool> {
     });
     let mut append = Tool::new("append_line", append_description(), schema(path_line));
     append.annotations = Some(ToolAnnotations::new().read_only(false));
+    append.output_schema = Some(schema(json!({
+        "type": "object",
+        "properties": {"appended": {"type": "string"}},
+        "required": ["appended"],
+        "additionalProperties": false,
+    })));
     let mut read = Tool::new("read_text", "Read a file as text.", schema(path_only));
     read.annotations = Some(ToolAnnotations::new().read_only(true));
+    read.output_schema = Some(schema(json!({
+        "type": "object",
+        "properties": {"content": {"type": "string"}, "bytes": {"type": "integer"}},
+        "required": ["content", "bytes"],
+    })));
     let mut fail = Tool::new(
         "always_fails",
         "Fails every time.",
@@ -97,6 +111,14 @@ impl ServerHandler for Upstream {
         })
     }
 
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        match std::env::var("UPSTREAM_PROTOCOL").as_deref() {
+            Ok("2026-07-28") => vec![ProtocolVersion::V_2026_07_28].into(),
+            Ok("2025-11-25") => ProtocolVersion::known_up_to(&ProtocolVersion::V_2025_11_25).into(),
+            _ => ProtocolVersion::KNOWN_VERSIONS.into(),
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -110,6 +132,19 @@ impl ServerHandler for Upstream {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Ok(file) = std::env::var("UPSTREAM_REVISIONS_FILE") {
+            let seen = context
+                .protocol_version()
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default();
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            file.write_all(format!("{seen}\n").as_bytes())
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        }
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
             "append_line" => {

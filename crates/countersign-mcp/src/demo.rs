@@ -88,6 +88,12 @@ impl Demo {
                 .destructive(false)
                 .idempotent(false),
         );
+        let output = json!({
+            "type": "object",
+            "properties": {"slug": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["slug", "path"],
+        });
+        tool.output_schema = Some(Arc::new(output.as_object().cloned().unwrap_or_default()));
         tool
     }
 

@@ -77,6 +77,19 @@ impl<H: ServerHandler> Gated<H> {
         &self.core
     }
 
+    /// `tool` as the listing shows it: marked when gated, and with an `outputSchema` that also
+    /// admits the gate's own answers.
+    fn listed(&self, tool: &Tool) -> Tool {
+        let plan = self.core.plan(tool);
+        let marking = plan.marking();
+        let mut listed = match marking {
+            Some((marking, risk)) => decorate(tool, marking, risk),
+            None => tool.clone(),
+        };
+        crate::output::admit_gate_answers(&mut listed, marking.map(|(m, _)| m));
+        listed
+    }
+
     /// Whether a call of `name` goes straight through: a remembered tool the policy passes.
     pub(crate) fn passes(&self, name: &str) -> bool {
         if tools::is_own(name) {
@@ -420,13 +433,19 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.clone();
-        match self.dispatch(request, context).await {
-            Ok(response) => Ok(response),
+        let mut response = match self.dispatch(request, context).await {
+            Ok(response) => response,
             Err(e) => {
                 tracing::info!(tool = %name, code = e.code(), "tool call refused");
-                Ok(e.to_result().into())
+                e.to_result().into()
             }
+        };
+        // A result passed on from the wrapped handler may lack the 2026-07-28 marker (an
+        // upstream that answered in an older revision); rmcp drops it for older clients.
+        if let CallToolResponse::Complete(result) = &mut response {
+            result.result_type.get_or_insert(ResultType::COMPLETE);
         }
+        Ok(response)
     }
 
     async fn list_tools(
@@ -435,19 +454,27 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| crate::revision::is_modern(v.as_str()));
         let mut page = self.inner.list_tools(request, context).await?;
         self.remember(&page.tools);
         page.tools = page
             .tools
             .iter()
             .filter(|t| !tools::is_own(&t.name))
-            .map(|t| match self.core.plan(t).marking() {
-                Some((marking, risk)) => decorate(t, marking, risk),
-                None => t.clone(),
-            })
+            .map(|t| self.listed(t))
             .collect();
         if first_page {
             page.tools.extend(tools::definitions());
+        }
+        // Whatever revision the wrapped handler (or the proxy's upstream) answered in, this is
+        // a complete result; rmcp drops the marker again for clients before 2026-07-28.
+        page.result_type.get_or_insert(ResultType::COMPLETE);
+        if !modern {
+            // Caching hints a 2026-07-28 upstream gave are not part of the older revisions.
+            page.ttl_ms = None;
+            page.cache_scope = None;
         }
         Ok(page)
     }
@@ -457,9 +484,6 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
             return tools::definitions().into_iter().find(|t| t.name == name);
         }
         let known = self.known.read().ok()?.get(name).cloned()?;
-        Some(match self.core.plan(&known).marking() {
-            Some((marking, risk)) => decorate(&known, marking, risk),
-            None => known,
-        })
+        Some(self.listed(&known))
     }
 }

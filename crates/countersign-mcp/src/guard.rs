@@ -51,6 +51,27 @@ struct ProbeParams<'a> {
     name: Option<&'a RawValue>,
     #[serde(default, borrow)]
     arguments: Option<&'a RawValue>,
+    /// Kept raw for the same reason: a malformed `_meta` must not hide the arguments.
+    #[serde(rename = "_meta", default, borrow)]
+    meta: Option<&'a RawValue>,
+}
+
+impl ProbeParams<'_> {
+    /// Whether the request declares protocol 2026-07-28 or later in its own `_meta`, as every
+    /// request of that generation does; a request without it belongs to a session opened with
+    /// `initialize`, which only older revisions have.
+    fn is_modern(&self) -> bool {
+        #[derive(Deserialize)]
+        struct Meta<'a> {
+            #[serde(rename = "io.modelcontextprotocol/protocolVersion", default, borrow)]
+            version: Option<&'a RawValue>,
+        }
+        self.meta
+            .and_then(|raw| serde_json::from_str::<Meta<'_>>(raw.get()).ok())
+            .and_then(|meta| meta.version)
+            .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
+            .is_some_and(|version| crate::revision::is_modern(&version))
+    }
 }
 
 /// What the guard read of an accepted `tools/call` request, so a transport routing it need not
@@ -60,6 +81,8 @@ struct ProbeParams<'a> {
 pub(crate) struct Call<'a> {
     pub(crate) id: &'a RawValue,
     pub(crate) name: Cow<'a, str>,
+    /// The request speaks protocol 2026-07-28 or later.
+    pub(crate) modern: bool,
 }
 
 /// Judges one line of input (without its newline) under `limits`, the limits of tool arguments.
@@ -96,7 +119,11 @@ pub(crate) fn judge<'a>(line: &'a [u8], limits: &Limits) -> (Verdict, Option<Cal
         (Verdict::Accept, Some(id), Some("tools/call"), Some(params)) => params
             .name
             .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-            .map(|name| Call { id, name }),
+            .map(|name| Call {
+                id,
+                name,
+                modern: params.is_modern(),
+            }),
         _ => None,
     };
     (verdict, call)
@@ -129,6 +156,8 @@ fn judge_probe(
             extra.insert("rule".into(), e.code().as_str().into());
             extra.insert("offset".into(), at.into());
             let result = refusal("INVALID_ARGUMENT", &message, false, extra, Map::new());
+            let modern = probe.params.as_ref().is_some_and(ProbeParams::is_modern);
+            let result = crate::revision::shaped(result, modern);
             return Verdict::Reply(response(&id(), &result));
         }
     }
@@ -175,6 +204,24 @@ mod tests {
         match inspect(line.as_bytes(), &Limits::default()) {
             Verdict::Reply(bytes) => serde_json::from_slice(&bytes).expect("json reply"),
             other => panic!("expected a reply, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_in_the_generation_the_request_declares() {
+        let older = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"say","arguments":{"a":1,"a":2}}}"#;
+        assert!(reply(older)["result"].get("resultType").is_none());
+        let modern = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"say","arguments":{"a":1,"a":2},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert_eq!(reply(modern)["result"]["resultType"], "complete");
+        // A malformed `_meta` never hides the arguments from the guard.
+        for meta in [r#""x""#, r#"{"io.modelcontextprotocol/protocolVersion":7}"#] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"say","arguments":{{"a":1,"a":2}},"_meta":{meta}}}}}"#
+            );
+            assert_eq!(
+                reply(&line)["result"]["structuredContent"]["error"]["rule"],
+                "DUPLICATE_KEY"
+            );
         }
     }
 

@@ -27,9 +27,11 @@ mod gated;
 pub mod guard;
 #[cfg(feature = "http")]
 pub mod http;
+mod output;
 mod port;
 pub mod proxy;
 mod relay;
+mod revision;
 mod schema;
 mod serve;
 mod status;

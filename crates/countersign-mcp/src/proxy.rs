@@ -19,10 +19,13 @@ use std::sync::{Arc, Mutex as StdMutex};
 use countersign_canon::Limits;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    ProtocolVersion, ServerCapabilities, ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService, ServiceError};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RoleServer, RunningService,
+    ServiceError,
+};
+use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -77,21 +80,45 @@ impl Upstream {
         Ok(upstream)
     }
 
+    /// Starts the child and opens its session: with `initialize` first, which keeps a server
+    /// that speaks both generations on the one every relayed byte of an older client fits;
+    /// a server of protocol 2026-07-28 alone has no `initialize`, so it is started again and
+    /// opened with `server/discover`.
     async fn spawn(&self) -> Result<Conn> {
+        match self.open(ClientLifecycleMode::Initialize).await {
+            Ok(conn) => Ok(conn),
+            Err(first) => {
+                tracing::debug!(error = %first, "initialize failed; trying server/discover");
+                let modern = ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                };
+                self.open(modern).await.map_err(|_| first)
+            }
+        }
+    }
+
+    async fn open(&self, lifecycle: ClientLifecycleMode) -> Result<Conn> {
         let (transport, link) =
             UpstreamTransport::spawn(&self.command).map_err(|e| Error::Upstream {
                 message: format!("cannot start the upstream {}: {e}", self.command[0]),
                 retryable: true,
             })?;
-        let client = ().serve(transport).await.map_err(|e| Error::Upstream {
-            message: format!("the upstream did not complete the MCP handshake: {e}"),
-            retryable: true,
-        })?;
-        let announces_changes = client
-            .peer()
-            .peer_info()
+        let client =
+            ().serve_with_lifecycle(transport, lifecycle)
+                .await
+                .map_err(|e| Error::Upstream {
+                    message: format!("the upstream did not complete the MCP handshake: {e}"),
+                    retryable: true,
+                })?;
+        let info = client.peer().peer_info();
+        let announces_changes = info
+            .as_ref()
             .and_then(|i| i.capabilities.tools.as_ref().and_then(|t| t.list_changed))
             .unwrap_or(false);
+        link.set_modern(
+            info.as_ref()
+                .is_some_and(|i| crate::revision::is_modern(i.protocol_version.as_str())),
+        );
         Ok(Conn {
             client: Arc::new(client),
             link,
@@ -241,6 +268,12 @@ impl Bypass for PassThrough {
         let Some(link) = self.gated.inner().upstream.live_link() else {
             return false;
         };
+        // A request of the other generation than the upstream session's takes the ordinary
+        // path, which answers it in its own: the client's revision never reaches the upstream,
+        // nor the upstream's the client.
+        if link.is_modern() != call.modern {
+            return false;
+        }
         link.relay(line, call.id, reply).await
     }
 }

@@ -49,12 +49,26 @@ pub(crate) struct Link {
     closed: AtomicBool,
     /// Bumped on `notifications/tools/list_changed`, so a cached listing can tell it is old.
     generation: AtomicU64,
+    /// The upstream session speaks protocol 2026-07-28 or later. Only a client request of the
+    /// same generation is relayed as bytes: the upstream reads its `_meta` and answers in that
+    /// generation, which is then the client's.
+    modern: AtomicBool,
 }
 
 impl Link {
     /// Whether the upstream's output has ended (the child died or closed it).
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether the upstream session speaks protocol 2026-07-28 or later.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern.load(Ordering::Acquire)
+    }
+
+    /// Records the generation the upstream session negotiated.
+    pub(crate) fn set_modern(&self, modern: bool) {
+        self.modern.store(modern, Ordering::Release);
     }
 
     /// How many tool-list changes the upstream has announced on this link.
@@ -126,14 +140,18 @@ impl Link {
                 message: "upstream unavailable: the upstream closed the connection".into(),
                 retryable: false,
             };
-            let _ = p.sink.line(&refusal_frame(&p.client_id, &error)).await;
+            let _ = p
+                .sink
+                .line(&refusal_frame(&p.client_id, &error, self.is_modern()))
+                .await;
         }
     }
 }
 
-/// Where `part` (a slice of `whole`) starts and ends inside `whole`.
-fn refusal_frame(id: &RawValue, error: &Error) -> Vec<u8> {
-    let result = serde_json::to_string(&error.to_result()).unwrap_or_else(|_| "null".into());
+/// A refusal answering the relayed request `id`, in the generation it was relayed in.
+fn refusal_frame(id: &RawValue, error: &Error, modern: bool) -> Vec<u8> {
+    let result = crate::revision::shaped(error.to_result(), modern);
+    let result = serde_json::to_string(&result).unwrap_or_else(|_| "null".into());
     format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get()).into_bytes()
 }
 
@@ -172,6 +190,7 @@ impl UpstreamTransport {
             next: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             generation: AtomicU64::new(0),
+            modern: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(64);
         let reader = tokio::spawn(read_loop(stdout, link.clone(), tx));
@@ -247,6 +266,7 @@ async fn read_loop(
                                 message: e.message.clone(),
                                 retryable: false,
                             },
+                            link.is_modern(),
                         ),
                         (None, _) => {
                             let (start, end) = span(text, id.get().as_bytes());

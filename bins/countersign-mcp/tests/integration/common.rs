@@ -136,6 +136,37 @@ impl Home {
         ().serve(child).await.expect("handshake")
     }
 
+    /// The proxy in front of the test upstream with `extra` in its environment, opened by a
+    /// client in `lifecycle` (`Initialize`: protocol 2025-11-25; `Discover`: 2026-07-28).
+    pub(crate) async fn proxy_in(
+        &self,
+        extra: &[(&str, &Path)],
+        lifecycle: rmcp::service::ClientLifecycleMode,
+    ) -> Client {
+        self.open_in(self.proxy_command(extra), lifecycle).await
+    }
+
+    /// `countersign-mcp ARGS…`, opened by a client in `lifecycle`.
+    pub(crate) async fn connect_in(
+        &self,
+        args: &[&str],
+        lifecycle: rmcp::service::ClientLifecycleMode,
+    ) -> Client {
+        self.open_in(self.command(args, &[]), lifecycle).await
+    }
+
+    async fn open_in(
+        &self,
+        cmd: tokio::process::Command,
+        lifecycle: rmcp::service::ClientLifecycleMode,
+    ) -> Client {
+        use rmcp::service::ClientServiceExt;
+        let child = TokioChildProcess::new(cmd).expect("spawn countersign-mcp");
+        ().serve_with_lifecycle(child, lifecycle)
+            .await
+            .expect("handshake")
+    }
+
     async fn proxy_with(&self, extra: &[(&str, &Path)]) -> (Client, u32) {
         serve_pid(self.proxy_command(extra)).await
     }

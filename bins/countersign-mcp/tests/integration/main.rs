@@ -10,4 +10,5 @@ mod http;
 mod matrix;
 mod proxy;
 mod replicas;
+mod revisions;
 mod third_party;
