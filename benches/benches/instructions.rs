@@ -1,10 +1,12 @@
 //! Instruction counts: the same paths the criterion benchmarks time, counted by valgrind
 //! instead of timed, each against its baseline counted in the same run.
 //!
-//! Wall-clock numbers on a shared two-core machine move by ±30 % from one quarter hour to the
-//! next, so a timed benchmark cannot tell CI that a change made a path slower. An instruction
-//! count can: it is the same for the same binary and input whatever else the machine is doing.
-//! `.ci/run` runs this benchmark and fails when a ratio rises above its ceiling.
+//! Wall-clock numbers on a shared two-core machine move from one quarter hour to the next by
+//! more than a regression would, so a timed benchmark cannot tell CI that a change made a path
+//! slower. An instruction count can: it is the same for the same binary and input whatever else
+//! the machine is doing. `.ci/run` runs this benchmark and fails when a ratio rises above its
+//! ceiling; the ceilings are [`countersign_benches::ceilings::CHECKS`], which the table in
+//! docs/performance.md is tested against.
 //!
 //! How a count is taken: the executable runs itself under `valgrind --tool=callgrind` as
 //! `--workload NAME --iters N`, once with a few warm-up iterations and once with more; the
@@ -23,6 +25,7 @@ use std::hint::black_box;
 use std::process::{Command, ExitCode};
 use std::sync::Arc;
 
+use countersign_benches::ceilings::{CHECKS, MARKDOWN_HEADER, markdown_row};
 use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
 use countersign_gate::{Channel, Gate, MemoryStore, SqliteStore};
 use countersign_mcp::Countersign;
@@ -39,82 +42,6 @@ use fixtures::{
     LEDGER, NOW, PROSE, ROOMY_LIMITS, Tokens, args_1k, args_256, gated_cycle, ledger_binding,
     nonce, policy, rt, secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
 };
-
-/// One path, and what it is compared against.
-struct Check {
-    /// The workload counted.
-    name: &'static str,
-    /// The baseline workload counted in the same run.
-    baseline: &'static str,
-    /// The highest `name / baseline` ratio CI accepts: the ratio counted when the check was
-    /// written plus 15 %. The counts repeat to within 0.1 % for one build, so the room is for
-    /// compiler and dependency drift, not for a path doing more work.
-    ceiling: f64,
-    /// Whether SHA-256's block work counts on both sides: only where hashing is what the
-    /// baseline itself does (a bare HMAC is nothing else).
-    with_sha256: bool,
-    /// What the ratio says to a reader.
-    meaning: &'static str,
-}
-
-const CHECKS: &[Check] = &[
-    Check {
-        name: "canon_317B",
-        baseline: "serde_jcs_317B",
-        ceiling: 0.283,
-        with_sha256: false,
-        meaning: "canonicalize + digest (its SHA-256 blocks apart) against serde_json + serde_jcs",
-    },
-    Check {
-        name: "canon_317B",
-        baseline: "serde_json_317B",
-        ceiling: 0.895,
-        with_sha256: false,
-        meaning: "the same against a plain serde_json parse + serialize (no checks, no NFC, no digest)",
-    },
-    Check {
-        name: "token_verify",
-        baseline: "hmac_sha256_256B",
-        ceiling: 2.6,
-        with_sha256: true,
-        meaning: "token verify (parse, key lookup, binding digest, MAC) against one bare HMAC-SHA256",
-    },
-    Check {
-        name: "ledger_memory",
-        baseline: "mutex_hashmap_insert",
-        ceiling: 0.87,
-        with_sha256: false,
-        meaning: "memory replay ledger against a HashMap insert under a Mutex",
-    },
-    Check {
-        name: "gate_cycle_memory",
-        baseline: "canonicalize_1k",
-        ceiling: 14.4,
-        with_sha256: false,
-        meaning: "propose + approve + execute on the memory store against canonicalizing its arguments once",
-    },
-    Check {
-        name: "gate_cycle_sqlite",
-        baseline: "sqlite_one_insert_tx",
-        ceiling: 25.9,
-        with_sha256: false,
-        meaning: "propose + approve + execute on SQLite against one bare one-INSERT transaction",
-    },
-    Check {
-        name: "mcp_gated_pass_through",
-        baseline: "mcp_bare_call",
-        ceiling: 1.34,
-        with_sha256: false,
-        meaning: "a read-only call through the guard and the layer against the same call to the bare server",
-    },
-    Check {
-        name: "mcp_gated_execute",
-        baseline: "gate_cycle_sqlite",
-        ceiling: 3.32,
-        with_sha256: false,
-        meaning: "propose, approve and execute through the layer against the gate alone",
-    },
-];
 
 /// A path that can be counted: its name, what runs it, and the iterations of its short and
 /// long run (heavier paths run fewer).
@@ -398,8 +325,8 @@ struct Counted {
     /// Every user-space instruction.
     all: u64,
     /// Those spent inside SHA-256's block function. Valgrind does not emulate the SHA
-    /// extensions, so `sha2` runs its portable code there (≈ 2,700 instructions a block against
-    /// a few hundred with SHA-NI): counted apart, or hashing would swamp every other change.
+    /// extensions, so `sha2` runs its portable code there, many times the instructions of the
+    /// SHA-NI path: counted apart, or hashing would swamp every other change.
     sha256: u64,
 }
 
@@ -493,6 +420,7 @@ fn drive() -> ExitCode {
     };
     let mut failed = false;
     let mut rows = Vec::new();
+    let mut markdown = Vec::new();
     for check in CHECKS {
         let (n, base) = match (get(check.name), get(check.baseline)) {
             (Ok(n), Ok(base)) if check.with_sha256 => (n.0 + n.1, base.0 + base.1),
@@ -502,6 +430,7 @@ fn drive() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        markdown.push(markdown_row(check, n, base));
         let ratio = n / base;
         let ok = ratio <= check.ceiling;
         failed |= !ok;
@@ -516,6 +445,10 @@ fn drive() -> ExitCode {
     }
     println!();
     for row in rows {
+        println!("{row}");
+    }
+    println!("\nthe same as docs/performance.md lists it:\n\n{MARKDOWN_HEADER}");
+    for row in markdown {
         println!("{row}");
     }
     if failed {

@@ -97,8 +97,8 @@ fn main() -> ExitCode {
     // Over HTTP the server answers many clients at once on every core. Over stdio it serves one
     // conversation, whose tasks (the reader, the handler, the upstream session, the writer) hand
     // each message on to the next: on one thread those hand-overs are plain polls instead of
-    // wake-ups of another thread, which took about 50 µs off a gated execute through the proxy
-    // (docs/performance.md).
+    // wake-ups of another thread, so no message waits for a parked thread to be scheduled
+    // (docs/performance.md, "Findings").
     let mut runtime = if cli.http.is_some() {
         tokio::runtime::Builder::new_multi_thread()
     } else {

@@ -154,8 +154,8 @@ pub fn manifest(v: &Value, hidden: &dyn Fn(&str) -> bool) -> Manifest {
 }
 
 /// The leaves of [`manifest`] alone, for a caller that already holds the canonical bytes of
-/// `v` and their revision: writing and hashing them a second time was a third of the cost of
-/// showing a stored draft.
+/// `v` and their revision, so they are not written and hashed a second time for a result the
+/// caller has already checked.
 pub fn manifest_entries(v: &Value, hidden: &dyn Fn(&str) -> bool) -> Vec<ManifestEntry> {
     let mut entries = Vec::new();
     let mut pointer = String::new();

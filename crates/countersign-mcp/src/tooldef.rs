@@ -52,7 +52,7 @@ const REMEMBERED_TOOLS: usize = 1024;
 ///
 /// Every gated call binds to or checks its tool's digest, and a definition is rebuilt as JSON,
 /// canonicalized and hashed for it: on a server answering many calls of a handful of tools,
-/// the same few definitions over and over (≈ a tenth of an HTTP replica's instructions). A
+/// the same few definitions over and over, which a remembered digest spares. A
 /// remembered digest is used only when the whole definition equals the one it was computed
 /// from — every field, not only those the digest covers — so a definition that changed in any
 /// way is hashed afresh and a draft bound to the old one still fails as stale.

@@ -59,7 +59,8 @@ impl Hash for Key {
 }
 
 /// Nonces reach a ledger from tokens whose MAC was checked, 128 random bits each, so a randomly
-/// seeded fast hash serves; SipHash, the default, was a tenth of a consumption.
+/// seeded fast hash serves; SipHash, the default, pays for a resistance to chosen keys that
+/// these keys, unknown to anyone who could pick them, do not need.
 type Seeded = foldhash::fast::RandomState;
 
 /// One map and its expiry queue, generic so token nonces get a compact fixed-size key.

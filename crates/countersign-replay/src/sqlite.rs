@@ -308,7 +308,7 @@ impl ReplayLedger for SqliteLedger {
     ) -> Result<Consumption, Error> {
         let binding = *binding.as_bytes();
         // Fast path: one attempt right here that never waits for a lock. An uncontended
-        // consumption is a few tens of microseconds of work, cheaper than a thread hand-off;
+        // consumption is short local I/O, which a hand-off to another thread would only add to;
         // anything that would wait goes to the blocking pool, so no executor thread ever sleeps.
         if let Some(mut conn) = self.inner.take_fast() {
             let attempt = self

@@ -1,8 +1,8 @@
 //! The two ways the load test speaks MCP to a replica.
 //!
 //! The load generator shares the two cores with PostgreSQL and both replicas, so every cycle of
-//! CPU it spends is one the gate cannot: with rmcp's client it took about a fifth of the
-//! machine (a worker task, an SSE parser and a cancellation tree per session, every message
+//! CPU it spends is one the gate cannot, and rmcp's client does more than a load generator
+//! needs (a worker task, an SSE parser and a cancellation tree per session, every message
 //! decoded into rmcp's types and cloned on the way). The lean client speaks the same protocol
 //! on the same kept-alive connections — `initialize`, `notifications/initialized`, then
 //! `tools/call` POSTs in the session, each answered with one JSON-RPC response — and reads only

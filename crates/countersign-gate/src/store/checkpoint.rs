@@ -1,8 +1,8 @@
 //! WAL checkpoints off the request path.
 //!
 //! With SQLite's default, the commit that pushes the WAL past 1,000 pages copies it back into
-//! the database and fsyncs, inside that caller's transaction: on a gate cycle of four short
-//! transactions this was about a quarter of the time. A thread of the store's own, on its own
+//! the database and fsyncs, inside that caller's transaction: one request, picked by chance,
+//! waits for work that is nobody's request. A thread of the store's own, on its own
 //! connection, runs a passive checkpoint shortly after commits instead, so writers only append.
 //! A passive checkpoint never blocks a writer and gives up on a busy lock, and the connection's
 //! automatic checkpoint stays on at a larger size as a backstop should this thread fall behind.

@@ -58,7 +58,7 @@ const QUOTA_LOCK: i32 = 0x6373_6704;
 ///
 /// Every transaction that appends to the audit chain holds [`GATE_LOCK`], which PostgreSQL
 /// releases only when the COMMIT is done. With the flush inside the COMMIT, every transaction on
-/// every replica would hold the lock for a whole disk sync (1–2 ms on a cloud disk), one after
+/// every replica would hold the lock for a whole disk sync, one after
 /// another, and the gate could never commit faster than the disk syncs one by one. So the COMMIT only writes its record and
 /// frees the lock, and a second, tiny transaction sent right behind it on the same connection
 /// (`durable`) waits for the flush instead — outside the lock, where the waits of all concurrent
@@ -318,8 +318,8 @@ impl PostgresStore {
             .map_err(|e| Error::Config(format!("postgres url: {e}")))?;
         // Every statement of a transition is prepared once per connection and then planned
         // once: left to choose, PostgreSQL plans the chain's append and a batch's reads again on
-        // every call (their one-off plans look cheaper than the shared one), which was a fifth
-        // of its work under load. The shared plans are the index lookups they are written for.
+        // every call (their one-off plans look cheaper than the shared one), work repeated for
+        // nothing. The shared plans are the index lookups they are written for.
         let options = match config.get_options() {
             Some(o) => format!("{o} -c plan_cache_mode=force_generic_plan"),
             None => "-c plan_cache_mode=force_generic_plan".to_owned(),

@@ -3,7 +3,7 @@
 //! Every transaction is `BEGIN IMMEDIATE`, which takes SQLite's write lock before reading, so two
 //! processes (the MCP server and `countersign approve`) serialize on the file just as two tasks
 //! serialize on the connection's mutex. WAL lets readers proceed meanwhile. Statements run on the
-//! calling task: each transaction is a few microseconds of local I/O, cheaper than a thread hop.
+//! calling task: each transaction is short local I/O, which a hop to another thread only adds to.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -313,8 +313,8 @@ fn write(
         .filter(|d| only_state_moved(stored, d))
     {
         // An approval, a run's claim and its outcome move only the state: the upsert would
-        // serialize and bind the envelope, principal and hidden fields again to write them
-        // unchanged (4.5 % of a propose–approve–execute cycle's instructions).
+        // serialize and bind the envelope, principal and hidden fields again only to write them
+        // unchanged.
         let (state, detail) = state_to_row(&d.state);
         conn.prepare_cached("UPDATE gate_drafts SET state = ?2, detail = ?3 WHERE id = ?1")
             .map_err(db)?

@@ -95,8 +95,8 @@ fn is_connection_error(e: &io::Error) -> bool {
 ///
 /// hyper writes a response's head and its body separately. With Nagle's algorithm on, the
 /// second write waits for the client to acknowledge the first, and clients delay that
-/// acknowledgement by up to 40 ms: every MCP answer took 40 ms longer than its work, which
-/// capped two replicas at about 700 gated cycles a second with the machine a third idle.
+/// acknowledgement (delayed ACK): every MCP answer would wait out that delay on top of its
+/// work, so a replica's throughput would be set by the client's timer, not by its own work.
 fn ready(tcp: &TcpStream) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(error = %e, "could not turn off Nagle's algorithm on a connection");
