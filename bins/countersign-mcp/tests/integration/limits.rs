@@ -49,6 +49,39 @@ async fn proposals_over_the_quota_are_refused_with_retry_after() {
     // Nothing was stored for it.
     let list = call(&client, "countersign_list", json!({})).await;
     assert_eq!(sc(&list)["drafts"].as_array().map(Vec::len), Some(3));
+    assert_eq!(sc(&list)["next_cursor"], Value::Null);
+    // The same three, two a page.
+    let first = call(&client, "countersign_list", json!({"limit": 2})).await;
+    let cursor = sc(&first)["next_cursor"]
+        .as_str()
+        .expect("a next page")
+        .to_owned();
+    let rest = call(
+        &client,
+        "countersign_list",
+        json!({"limit": 2, "cursor": cursor}),
+    )
+    .await;
+    assert_eq!(sc(&rest)["next_cursor"], Value::Null);
+    let titles: Vec<Value> = [&first, &rest]
+        .iter()
+        .flat_map(|r| sc(r)["drafts"].as_array().cloned().unwrap_or_default())
+        .map(|d| d["draft_id"].clone())
+        .collect();
+    let all: Vec<Value> = sc(&list)["drafts"]
+        .as_array()
+        .expect("drafts")
+        .iter()
+        .map(|d| d["draft_id"].clone())
+        .collect();
+    assert_eq!(titles, all);
+    let bad = call(
+        &client,
+        "countersign_list",
+        json!({"cursor": "not a cursor"}),
+    )
+    .await;
+    assert_eq!(code(&bad), "INVALID_ARGUMENT");
     let _ = client.cancel().await;
 }
 
