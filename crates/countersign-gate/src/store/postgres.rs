@@ -344,18 +344,13 @@ impl PostgresStore {
             .build()
             .map_err(pg)?;
         let mut client = pool.get().await.map_err(pg)?;
-        let tx = client.transaction().await.map_err(pg)?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
-            .await
-            .map_err(pg)?;
-        tx.batch_execute(&SCHEMA.replace("{s}", &s))
-            .await
-            .map_err(pg)?;
-        tenancy::migrate(&tx, schema, &s).await?;
-        tx.batch_execute(&tenancy::SCHEMA.replace("{s}", &s))
-            .await
-            .map_err(pg)?;
-        tx.commit().await.map_err(pg)?;
+        // Schema DDL takes table locks (CREATE INDEX IF NOT EXISTS takes a SHARE lock even when
+        // the index is there) while holding the gate lock; a running replica's transition holds
+        // a draft row and waits for the gate lock, so every start-up of a CLI or replica could
+        // deadlock against live traffic. A store already in the current shape is left alone.
+        if !tenancy::current(&client, schema, &s).await? {
+            Self::create_schema(&mut client, schema, &s).await?;
+        }
         drop(client);
         let sql = Arc::new(Sql::new(&s));
         Ok(PostgresStore {
@@ -364,6 +359,27 @@ impl PostgresStore {
             sql,
             batches: Some(Arc::new(batch::Queue::new(BATCH))),
         })
+    }
+
+    /// Creates or migrates the `gate_*` tables under the gate lock, so of several processes
+    /// starting on one new database only the first does the work.
+    async fn create_schema(
+        client: &mut deadpool_postgres::Client,
+        schema: &str,
+        s: &str,
+    ) -> Result<()> {
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
+            .await
+            .map_err(pg)?;
+        tx.batch_execute(&SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tenancy::migrate(&tx, schema, s).await?;
+        tx.batch_execute(&tenancy::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)
     }
 
     /// Runs every transition in a transaction of its own instead of letting transitions of

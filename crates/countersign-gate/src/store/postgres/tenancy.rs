@@ -21,6 +21,37 @@ CREATE INDEX IF NOT EXISTS gate_drafts_open ON {s}.gate_drafts (principal, expir
     WHERE state IN ('proposed', 'approved');
 ";
 
+/// Whether every table, column and index of the current layout is there already: read from
+/// the catalog, taking no lock a running transition could wait on.
+pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Result<bool> {
+    let names: Vec<String> = [
+        "gate_drafts",
+        "gate_revisions",
+        "gate_operations",
+        "gate_rate",
+        "gate_rate_tool_at",
+        "gate_audit",
+        "gate_quota",
+        "gate_quota_principal_at",
+        "gate_drafts_principal",
+        "gate_drafts_open",
+    ]
+    .iter()
+    .map(|n| format!("{s}.{n}"))
+    .collect();
+    let row = c
+        .query_one(
+            "SELECT (SELECT bool_and(to_regclass(n) IS NOT NULL) FROM unnest($1::text[]) AS n)
+                AND EXISTS (SELECT 1 FROM information_schema.columns
+                    WHERE table_schema = $2 AND table_name = 'gate_operations'
+                      AND column_name = 'principal')",
+            &[&names, &schema],
+        )
+        .await
+        .map_err(pg)?;
+    Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
+}
+
 /// Scopes the operations of a store made before operation ids were per principal: each takes
 /// its draft's principal (the only one that could run it) and the key becomes (principal, id).
 /// Runs under the gate lock at connect, only when the column is missing.
