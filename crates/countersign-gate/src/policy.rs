@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use countersign_canon::ManifestLimits;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -134,6 +135,16 @@ struct RawFile {
     defaults: Option<RawDefaults>,
     #[serde(default)]
     tools: BTreeMap<String, RawTool>,
+    #[serde(default)]
+    manifest: Option<RawManifest>,
+}
+
+/// `[manifest]`: the largest manifest a person is asked to read (CONTRACT.md section 7).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    max_leaves: Option<usize>,
+    max_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -183,6 +194,7 @@ pub struct Policy {
     fallback: Option<ToolPolicy>,
     /// Whether any of them has a rate ceiling (asked on every execute).
     rated: bool,
+    manifest: ManifestLimits,
 }
 
 impl Policy {
@@ -258,6 +270,7 @@ impl Policy {
             globs,
             fallback,
             rated,
+            manifest: manifest_limits(raw.manifest)?,
         })
     }
 
@@ -279,6 +292,13 @@ impl Policy {
         self.rated
     }
 
+    /// The manifest limit proposals and revisions are held to (`[manifest]`, else the
+    /// contract's default).
+    #[must_use]
+    pub fn manifest_limits(&self) -> ManifestLimits {
+        self.manifest
+    }
+
     /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.
     ///
     /// # Errors
@@ -295,6 +315,22 @@ impl Policy {
             why: "no policy entry for this tool",
         })
     }
+}
+
+fn manifest_limits(raw: Option<RawManifest>) -> Result<ManifestLimits> {
+    let raw = raw.unwrap_or_default();
+    let limits = ManifestLimits {
+        max_leaves: raw.max_leaves.unwrap_or(ManifestLimits::DEFAULT.max_leaves),
+        max_text_bytes: raw
+            .max_bytes
+            .unwrap_or(ManifestLimits::DEFAULT.max_text_bytes),
+    };
+    if limits.max_leaves == 0 || limits.max_text_bytes == 0 {
+        return Err(Error::Config(
+            "manifest limits must be at least 1 leaf and 1 byte".into(),
+        ));
+    }
+    Ok(limits)
 }
 
 fn default_risk(mode: Mode) -> Risk {

@@ -7,6 +7,7 @@ mod attacks;
 mod demo;
 mod guard;
 mod http;
+mod manifest;
 mod proxy;
 mod replicas;
 mod third_party;
