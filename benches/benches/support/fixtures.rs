@@ -206,3 +206,56 @@ pub(crate) fn nonce(base: u128, i: u64) -> [u8; 16] {
 pub(crate) fn ledger_binding() -> countersign_canon::Digest {
     countersign_canon::digest_framed(b"countersign/bench", b"binding")
 }
+
+/// ~4 KiB of prose in several scripts (already NFC, as real text almost always is).
+pub(crate) fn document_4k() -> Vec<u8> {
+    let paragraphs = [
+        "Le comité a approuvé la décision à l'unanimité ; la mise en œuvre débutera en décembre.",
+        "Die Änderung betrifft alle Konten, deren Größe über fünf Gigabyte liegt. Grüße aus Köln.",
+        "新しい規約は来月から適用されます。詳細は担当者までお問い合わせください。",
+        "Πρόκειται για μια σημαντική αλλαγή στην πολιτική απορρήτου της εταιρείας.",
+        "Отчёт будет опубликован после проверки всех цифр финансовым отделом.",
+        "El niño pidió una canción más antes de dormir; la abuela sonrió y aceptó.",
+    ];
+    let mut members = Vec::new();
+    let mut i = 0;
+    let mut size = 0;
+    while size < 4000 {
+        let p = paragraphs[i % paragraphs.len()];
+        let member = format!(
+            r#""section_{i:02}":{{"text":"{p}","words":{},"draft":false}}"#,
+            p.split(' ').count()
+        );
+        size += member.len() + 1;
+        members.push(member);
+        i += 1;
+    }
+    members.reverse();
+    format!("{{{}}}", members.join(",")).into_bytes()
+}
+
+/// Just under 1 MiB (the default size limit): an array of small records.
+pub(crate) fn array_1m() -> Vec<u8> {
+    let mut out = String::from("[");
+    let mut i = 0u64;
+    loop {
+        let record = format!(
+            r#"{{"id":{i},"sku":"SKU-{i:06}","name":"item number {i}","price":{}.{:02},"stock":{},"tags":["a","b{}"],"active":{}}}"#,
+            i % 997,
+            i % 100,
+            i * 7 % 1000,
+            i % 13,
+            i.is_multiple_of(2)
+        );
+        if out.len() + record.len() + 2 > 1_040_000 {
+            break;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&record);
+        i += 1;
+    }
+    out.push(']');
+    out.into_bytes()
+}

@@ -25,7 +25,7 @@ pub use crate::digest::{Digest, Domain, Revision, digest, digest_framed};
 pub use crate::envelope::{Envelope, Principal, args_digest};
 pub use crate::error::{Error, ErrorCode};
 pub use crate::manifest::{
-    Flags, Manifest, ManifestEntry, manifest, manifest_entries, show_escaped,
+    Entry, Flags, Manifest, ManifestLimits, ManifestSize, manifest, manifest_size, show_escaped,
 };
 pub use crate::nfc::nfc;
 pub use crate::parse::parse;

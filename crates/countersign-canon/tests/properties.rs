@@ -39,6 +39,12 @@ const INTERESTING: &[char] = &[
     '\u{202e}',
     '\u{200b}',
     '\u{2028}',
+    '\u{2029}',
+    '\u{85}',
+    '\r',
+    '\u{1b}',
+    '\u{ad}',
+    '\u{3164}',
 ];
 
 fn text() -> impl Strategy<Value = String> {
@@ -293,8 +299,8 @@ proptest! {
         let mut w = v.clone();
         let leaf = w.pointer_mut(pointer).expect("leaf exists");
         *leaf = changed(leaf);
-        let before = countersign_canon::manifest(&v, &|_| false).revision;
-        let after = countersign_canon::manifest(&w, &|_| false).revision;
+        let before = countersign_canon::manifest(&v, &[]).revision;
+        let after = countersign_canon::manifest(&w, &[]).revision;
         prop_assert_ne!(before, after);
     }
 }
@@ -328,5 +334,28 @@ proptest! {
         let ours = canonicalize(&text, Profile::Jcs, &limits()).expect("valid");
         let theirs = serde_jcs::to_vec(&v).expect("serializable");
         prop_assert_eq!(String::from_utf8(ours).expect("utf-8"), String::from_utf8(theirs).expect("utf-8"));
+    }
+
+    /// CONTRACT.md section 7: whatever names and values hold, N leaves are N lines plus the
+    /// revision line, every leaf's pointer and value appear in order, and nothing in the text
+    /// can break a line or move a terminal's cursor.
+    #[test]
+    fn the_text_form_has_one_line_per_leaf(v in value(), hide in any::<prop::sample::Index>()) {
+        let mut pointers = Vec::new();
+        leaves(&v, String::new(), &mut pointers);
+        let hidden = hide.get(&pointers).clone();
+        let m = countersign_canon::manifest(&v, &[hidden.as_str()]);
+        let text = m.to_string();
+        prop_assert_eq!(text.matches('\n').count(), pointers.len() + 1, "{}", text);
+        prop_assert_eq!(m.size().leaves, pointers.len());
+        prop_assert_eq!(m.size().text_bytes, text.len());
+        for breaker in ['\r', '\u{b}', '\u{c}', '\u{1b}', '\u{85}', '\u{2028}', '\u{2029}'] {
+            prop_assert!(!text.contains(breaker), "{:?} in {}", breaker, text);
+        }
+        let mut seen = Vec::new();
+        m.for_each(|e| seen.push((e.pointer.to_owned(), e.hidden)));
+        let expected: Vec<(String, bool)> =
+            pointers.iter().map(|p| (p.clone(), *p == hidden)).collect();
+        prop_assert_eq!(seen, expected);
     }
 }

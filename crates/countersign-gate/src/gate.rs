@@ -20,7 +20,7 @@ use crate::policy::{Channel, Mode, Policy, ToolPolicy};
 use crate::refusals::Refusals;
 use crate::state::{Approval, State};
 use crate::store::{Commit, GateStore, QuotaKeys, Snapshot, TxKeys};
-use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS};
+use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS, fits_manifest};
 use crate::view::{parse_revision, recorded_tool, scan_value};
 
 /// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
@@ -194,7 +194,8 @@ impl Gate {
             principal: p.principal,
         };
         let canonical = envelope.to_canonical_bytes();
-        if let Err(e) = fits_stored(&canonical) {
+        let hidden: Vec<String> = tool.hidden().map(str::to_owned).collect();
+        if let Err(e) = self.fits(&canonical, &hidden) {
             return self
                 .refuse_audited(event, e, Some(&envelope.principal))
                 .await;
@@ -208,7 +209,7 @@ impl Gate {
             seq: 1,
             revision,
             canonical: canonical.clone(),
-            hidden: tool.hidden().map(str::to_owned).collect(),
+            hidden,
             principal: envelope.principal,
             created_at: now,
             expires_at: now.saturating_add(millis(tool.draft_ttl)),
@@ -293,7 +294,7 @@ impl Gate {
             Err(e) => return self.refuse_audited(event, e, Some(principal)).await,
         };
         let canonical = envelope.to_canonical_bytes();
-        if let Err(e) = fits_stored(&canonical) {
+        if let Err(e) = self.fits(&canonical, &current.hidden) {
             return self.refuse_audited(event, e, Some(principal)).await;
         }
         let revision = Revision::of_canonical(&canonical);
@@ -430,6 +431,15 @@ impl Gate {
             .into_iter()
             .filter(|d| d.state.is_open() && now < d.expires_at)
             .collect())
+    }
+}
+
+impl Gate {
+    /// Refuses an envelope that could not be stored and read back, or whose manifest is over
+    /// the policy's manifest limit.
+    fn fits(&self, canonical: &[u8], hidden: &[String]) -> Result<()> {
+        fits_stored(canonical)?;
+        fits_manifest(canonical, hidden, &self.policy.manifest_limits())
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use countersign_canon::ManifestLimits;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -136,6 +137,16 @@ struct RawFile {
     tools: BTreeMap<String, RawTool>,
     #[serde(default)]
     limits: Option<crate::quota::RawLimits>,
+    #[serde(default)]
+    manifest: Option<RawManifest>,
+}
+
+/// `[manifest]`: the largest manifest a person is asked to read (CONTRACT.md section 7).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    max_leaves: Option<usize>,
+    max_bytes: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -187,6 +198,8 @@ pub struct Policy {
     rated: bool,
     /// Per-principal ceilings and the retention period (`[limits]`).
     limits: crate::quota::Limits,
+    /// The largest manifest a person is asked to read (`[manifest]`).
+    manifest: ManifestLimits,
 }
 
 impl Policy {
@@ -264,6 +277,7 @@ impl Policy {
             fallback,
             rated,
             limits,
+            manifest: manifest_limits(raw.manifest)?,
         })
     }
 
@@ -291,6 +305,13 @@ impl Policy {
         self.rated
     }
 
+    /// The manifest limit proposals and revisions are held to (`[manifest]`, else the
+    /// contract's default).
+    #[must_use]
+    pub fn manifest_limits(&self) -> ManifestLimits {
+        self.manifest
+    }
+
     /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.
     ///
     /// # Errors
@@ -307,6 +328,22 @@ impl Policy {
             why: "no policy entry for this tool",
         })
     }
+}
+
+fn manifest_limits(raw: Option<RawManifest>) -> Result<ManifestLimits> {
+    let raw = raw.unwrap_or_default();
+    let limits = ManifestLimits {
+        max_leaves: raw.max_leaves.unwrap_or(ManifestLimits::DEFAULT.max_leaves),
+        max_text_bytes: raw
+            .max_bytes
+            .unwrap_or(ManifestLimits::DEFAULT.max_text_bytes),
+    };
+    if limits.max_leaves == 0 || limits.max_text_bytes == 0 {
+        return Err(Error::Config(
+            "manifest limits must be at least 1 leaf and 1 byte".into(),
+        ));
+    }
+    Ok(limits)
 }
 
 fn default_risk(mode: Mode) -> Risk {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use countersign_canon::{Digest, Limits, Manifest, Profile, Revision, Value};
+use countersign_canon::{Digest, Limits, Manifest, ManifestLimits, Profile, Revision, Value};
 
 use crate::error::{Error, Result};
 use crate::model::Draft;
@@ -130,15 +130,30 @@ pub fn manifest_of(canonical: &[u8], hidden: &[String]) -> Result<Manifest> {
 
 /// The manifest of `canonical`, whose digest the caller has already checked to be `revision`.
 fn manifest_with(canonical: &[u8], revision: Revision, hidden: &[String]) -> Result<Manifest> {
-    let v = countersign_canon::parse(canonical, Profile::CountersignV1, &STORED_LIMITS)
+    Manifest::with_revision(canonical.to_vec(), revision, hidden_pointers(hidden))
+        .map_err(|_| Error::Tampered)
+}
+
+/// The policy's hidden fields (pointers into the arguments) as pointers into the envelope.
+pub(crate) fn hidden_pointers<'h>(hidden: impl IntoIterator<Item = &'h String>) -> Vec<String> {
+    hidden.into_iter().map(|h| format!("/args{h}")).collect()
+}
+
+/// Refuses an envelope whose manifest a person could not be asked to read: counted without
+/// building it, before anything is stored.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` with rule `TOO_LARGE`, naming the limit.
+pub(crate) fn fits_manifest(
+    canonical: &[u8],
+    hidden: &[String],
+    limits: &ManifestLimits,
+) -> Result<()> {
+    let size = countersign_canon::manifest_size(canonical, &hidden_pointers(hidden))
         .map_err(|_| Error::Tampered)?;
-    let is_hidden = |p: &str| {
-        p.strip_prefix("/args")
-            .is_some_and(|rest| hidden.iter().any(|h| h == rest))
-    };
-    Ok(Manifest {
-        entries: countersign_canon::manifest_entries(&v, &is_hidden),
-        revision,
+    limits.check(&size).map_err(|e| Error::InvalidArgument {
+        rule: "TOO_LARGE",
+        message: e.message().to_owned(),
     })
 }
 

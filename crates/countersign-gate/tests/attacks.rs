@@ -22,10 +22,14 @@ struct World {
 }
 
 fn world() -> World {
+    world_with(POLICY)
+}
+
+fn world_with(policy: &str) -> World {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     let clock = ManualClock::at(T0);
-    let gate = open_gate(&db, clock.clone());
+    let gate = open_gate_with(&db, clock.clone(), policy);
     World {
         _dir: dir,
         db,
@@ -36,8 +40,12 @@ fn world() -> World {
 }
 
 fn open_gate(db: &Path, clock: Arc<ManualClock>) -> Gate {
+    open_gate_with(db, clock, POLICY)
+}
+
+fn open_gate_with(db: &Path, clock: Arc<ManualClock>, policy: &str) -> Gate {
     let store = Arc::new(SqliteStore::open(db).expect("open"));
-    let policy = Arc::new(Policy::from_toml(POLICY).expect("policy"));
+    let policy = Arc::new(Policy::from_toml(policy).expect("policy"));
     Gate::new(store, policy)
         .with_clock(clock)
         .with_anchor(Anchor::new(db.with_extension("anchor")))
@@ -156,11 +164,7 @@ async fn prompt_injection_is_data_hashed_shown_and_still_gated() {
         .draft(&serde_json::json!({ "title": "t", "body": text }).to_string())
         .await;
     let m = countersign_gate::manifest(&d).expect("manifest");
-    assert!(
-        m.entries
-            .iter()
-            .any(|e| e.value.contains("IGNORE ALL PREVIOUS"))
-    );
+    assert!(m.to_string().contains("IGNORE ALL PREVIOUS"));
     assert_eq!(m.revision, d.revision);
     assert_eq!(
         w.run(&d, &d.revision.to_hex(), "op").await,
@@ -213,13 +217,15 @@ async fn nfc_spellings_agree_and_invisible_characters_do_not() {
         let d = w.draft(sneaky).await;
         assert_ne!(d.revision, nfc.revision);
         let m = countersign_gate::manifest(&d).expect("manifest");
-        let entry = m
-            .entries
-            .iter()
-            .find(|e| e.pointer == "/args/title")
-            .expect("title");
-        assert!(entry.flags.any(), "{sneaky} not flagged");
-        assert!(entry.shown.contains("\\u{"), "{}", entry.shown);
+        let mut title = None;
+        m.for_each(|e| {
+            if e.pointer == "/args/title" {
+                title = Some((e.flags.any(), e.shown().into_owned()));
+            }
+        });
+        let (flagged, shown) = title.expect("title");
+        assert!(flagged, "{sneaky} not flagged");
+        assert!(shown.contains("\\u{"), "{shown}");
     }
 }
 
@@ -230,12 +236,14 @@ async fn a_hidden_field_is_covered_by_the_revision() {
     let b = w.draft(r#"{"title":"t","notes":"ship never"}"#).await;
     assert_ne!(a.revision, b.revision);
     let m = countersign_gate::manifest(&a).expect("manifest");
-    let notes = m
-        .entries
-        .iter()
-        .find(|e| e.pointer == "/args/notes")
-        .expect("notes");
-    assert!(notes.hidden);
+    let mut notes = None;
+    m.for_each(|e| {
+        if e.pointer == "/args/notes" {
+            notes = Some((e.hidden, e.value.to_owned()));
+        }
+    });
+    // Hidden from public output, never from the approver: shown, and marked.
+    assert_eq!(notes, Some((true, "\"ship friday\"".to_owned())));
     // Changing it after review is a new revision the approval does not cover.
     w.approve(&a).await;
     let revised = w
@@ -538,7 +546,8 @@ async fn a_credential_as_operation_id_is_blocked_and_not_recorded() {
 /// one level deeper and larger; they must read back, approve and run, never look tampered.
 #[tokio::test]
 async fn arguments_at_the_limits_still_read_back_and_run_once() {
-    let w = world();
+    // A body just under 1 MiB shows as just over 1 MiB of manifest text.
+    let w = world_with(&format!("{POLICY}\n[manifest]\nmax_bytes = 2097152\n"));
     let mut deep = String::from(r#"{"title":"deep","body":"#);
     deep.push_str(&"[".repeat(62));
     deep.push_str(&"]".repeat(62));
@@ -633,4 +642,32 @@ async fn an_approved_draft_pointed_at_another_action_is_refused() {
         Err("STORE_TAMPERED")
     );
     assert_eq!(w.calls(), 0);
+}
+
+/// Twenty thousand leaves under a ten-thousand-character name: a text form of two hundred
+/// million bytes. Counted, refused with `TOO_LARGE` naming the limit, and never stored.
+#[tokio::test]
+async fn a_draft_whose_manifest_is_over_the_limit_is_refused_before_it_is_stored() {
+    let w = world();
+    let big = format!(
+        r#"{{"title":"t","memo":{{"{}":[{}]}}}}"#,
+        "k".repeat(10_000),
+        vec!["0"; 20_000].join(",")
+    );
+    let err = w.propose(&big).await.expect_err("over the manifest limit");
+    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    let message = err.to_string();
+    assert!(message.contains("TOO_LARGE"), "{message}");
+    assert!(message.contains("10000 leaves"), "{message}");
+    assert!(w.gate.store().drafts().await.expect("read").is_empty());
+
+    let d = w.draft(r#"{"title":"t"}"#).await;
+    let err = w
+        .gate
+        .revise(d.id.as_str(), &d.revision.to_hex(), big.as_bytes())
+        .await
+        .expect_err("over the manifest limit");
+    assert!(err.to_string().contains("TOO_LARGE"), "{err}");
+    let stored = w.gate.draft(d.id.as_str()).await.expect("draft");
+    assert_eq!((stored.seq, stored.revision), (1, d.revision));
 }

@@ -96,7 +96,14 @@ impl Confirmer {
             .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
             .map_err(|e| Error::Config(e.to_string()))?;
         let preview = controls_dropped(args);
-        let manifest = countersign_canon::manifest(&preview, &|_| false);
+        let manifest = countersign_canon::manifest(&preview, &[]);
+        // The preview is shown like a draft, so it is held to the same limit.
+        countersign_canon::ManifestLimits::DEFAULT
+            .check(&manifest.size())
+            .map_err(|e| Error::InvalidArgument {
+                rule: "TOO_LARGE",
+                message: e.message().to_owned(),
+            })?;
         let structured = json!({
             "dry_run": true,
             "action": tool,

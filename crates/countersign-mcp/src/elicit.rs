@@ -365,33 +365,14 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
         "Approve this call of {}? It runs exactly these values, once:\n\n",
         show_escaped(&draft.action).0
     );
-    for entry in &manifest.entries {
-        let pointer = if entry.pointer.is_empty() {
-            "(root)"
-        } else {
-            &entry.shown_pointer
-        };
-        let value = if entry.hidden {
-            "(hidden)"
-        } else {
-            &entry.shown
-        };
-        text.push_str(pointer);
-        text.push_str("  ");
-        text.push_str(entry.kind);
-        text.push_str("  ");
-        text.push_str(value);
-        if entry.flags.any() {
-            let names: Vec<&str> = entry.flags.names().collect();
-            text.push_str("  [");
-            text.push_str(&names.join(", "));
-            text.push(']');
-        }
-        text.push('\n');
-        if text.len() > MAX_MESSAGE {
-            return Ok(None);
-        }
+    // Counted before anything is written: a draft too large to ask about is left to the CLI.
+    if manifest.size().text_bytes > MAX_MESSAGE {
+        return Ok(None);
     }
+    // Every value is shown, a hidden one marked as such: the person approves what runs.
+    manifest
+        .write_lines(&mut text)
+        .map_err(|_| countersign_gate::Error::Tampered)?;
     text.push_str(&format!(
         "\ndraft {}\nrevision {}\n\nTick \"{APPROVE}\" to run this revision; decline to refuse it.",
         draft.id, draft.revision

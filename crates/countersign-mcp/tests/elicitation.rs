@@ -350,8 +350,8 @@ async fn accept_in_the_host_runs_the_approved_bytes_once() {
         assert_eq!(s["replay"], false);
         assert_eq!(s["result"]["launched"], seen);
 
-        // The question showed every leaf, hidden characters escaped, the hidden field marked
-        // but not its value, and the full revision.
+        // The question showed every leaf, hidden characters escaped, the hidden field's value
+        // shown and marked hidden (the person approves what runs), and the full revision.
         let message = host.message();
         assert!(message.contains("launch"), "{message}");
         assert!(
@@ -361,10 +361,9 @@ async fn accept_in_the_host_runs_the_approved_bytes_once() {
         assert!(message.contains("pay\\u{202e}lave"), "{message}");
         assert!(message.contains("[bidi]"), "{message}");
         assert!(
-            message.contains("/args/notes  string  (hidden)"),
+            message.contains("/args/notes  string  \"for reviewers only\"  (hidden)\n"),
             "{message}"
         );
-        assert!(!message.contains("for reviewers only"), "{message}");
         assert!(message.contains(&revision), "{message}");
 
         assert_eq!(state_of(&core, &draft).await, "executed");
@@ -610,7 +609,10 @@ async fn a_2026_host_approves_through_input_required_rounds() {
         message.contains(s["revision"].as_str().expect("string")),
         "{message}"
     );
-    assert!(!message.contains("for reviewers only"), "{message}");
+    assert!(
+        message.contains("/args/notes  string  \"for reviewers only\"  (hidden)\n"),
+        "{message}"
+    );
     assert_eq!(
         approvals(&core, draft).await,
         vec![("elicitation:test-host".to_owned(), "elicitation".to_owned())]
@@ -699,7 +701,7 @@ async fn a_2026_host_declines_or_cancels() {
 
     let (key, message, state) = first_round(&client).await;
     assert!(
-        message.contains("/args/notes  string  (hidden)"),
+        message.contains("/args/notes  string  \"for reviewers only\"  (hidden)\n"),
         "{message}"
     );
     let decline = json!({"action": "decline"});

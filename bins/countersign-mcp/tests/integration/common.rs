@@ -45,7 +45,7 @@ pub(crate) fn upstream_bin() -> PathBuf {
 }
 
 /// Starts `cmd` (a `countersign-mcp` server over stdio) as an rmcp client; also returns its pid.
-async fn serve_pid(cmd: tokio::process::Command) -> (Client, u32) {
+pub(crate) async fn serve_pid(cmd: tokio::process::Command) -> (Client, u32) {
     let child = TokioChildProcess::new(cmd).expect("spawn countersign-mcp");
     let pid = child.id().expect("pid");
     (().serve(child).await.expect("handshake"), pid)
@@ -190,7 +190,7 @@ impl Home {
 
     /// `countersign-mcp --upstream -- test_upstream`, the upstream reading its description from
     /// `description.txt` in this home, with `extra` on top.
-    fn proxy_command(&self, extra: &[(&str, &Path)]) -> tokio::process::Command {
+    pub(crate) fn proxy_command(&self, extra: &[(&str, &Path)]) -> tokio::process::Command {
         let up = upstream_bin();
         let up = up.to_str().expect("utf-8 path");
         let description = self.path().join("description.txt");

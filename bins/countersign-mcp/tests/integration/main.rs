@@ -10,6 +10,7 @@ mod guard;
 mod http;
 mod http_limits;
 mod limits;
+mod manifest;
 mod matrix;
 mod proxy;
 mod replicas;

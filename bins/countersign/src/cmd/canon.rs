@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use countersign_canon::{Domain, Limits, Profile, Value};
+use countersign_canon::{Domain, Limits, Manifest, ManifestLimits, Profile, Value};
 
 /// The members of a tool definition the `countersign/v1/tool` digest covers (CONTRACT section 3).
 const TOOL_MEMBERS: [&str; 4] = ["name", "description", "inputSchema", "annotations"];
@@ -129,9 +129,14 @@ pub(crate) fn digest(_ctx: &Ctx, args: DigestArgs) -> Result<Report, Failure> {
 pub(crate) fn manifest(_ctx: &Ctx, args: ManifestArgs) -> Result<Report, Failure> {
     let limits = Limits::default();
     let input = read(args.file.as_deref(), &limits)?;
-    let value =
-        countersign_canon::parse(&input, Profile::CountersignV1, &limits).map_err(invalid)?;
-    let manifest = countersign_canon::manifest(&value, &|_| false);
+    let canonical = countersign_canon::canonicalize(&input, Profile::CountersignV1, &limits)
+        .map_err(invalid)?;
+    let manifest = Manifest::new(canonical, Vec::new()).map_err(invalid)?;
+    // Counted before anything is written: a manifest is read by a person, and one over the
+    // limit is refused rather than printed.
+    ManifestLimits::DEFAULT
+        .check(&manifest.size())
+        .map_err(invalid)?;
     Ok(Report::text(manifest.to_string(), manifest.to_json()))
 }
 

@@ -196,19 +196,20 @@ impl Paint {
 }
 
 fn manifest_lines(m: &countersign_canon::Manifest, paint: Paint) -> String {
-    let mut out = String::new();
-    for e in &m.entries {
-        let flags: Vec<&str> = e.flags.names().collect();
-        let mut line = format!("{}  {}  {}", e.shown_pointer, e.kind, e.shown);
-        if !flags.is_empty() {
-            line = paint.wrap("1;31", &format!("{line}  [{}]", flags.join(", ")));
-        }
-        if e.hidden {
-            line.push_str(&paint.wrap("33", "  (hidden)"));
-        }
+    let mut out = String::with_capacity(m.size().text_bytes);
+    m.for_each(|e| {
+        let line = e.line();
+        // The whole line is painted, so colour codes never split an escape or a value.
+        let line = if e.flags.any() {
+            paint.wrap("1;31", &line)
+        } else if e.hidden {
+            paint.wrap("33", &line)
+        } else {
+            line
+        };
         out.push_str(&line);
         out.push('\n');
-    }
+    });
     out
 }
 
@@ -233,7 +234,22 @@ async fn checked(gate: &Gate, id: &str) -> Result<(Draft, countersign_canon::Man
     if manifest.revision != draft.revision {
         return Err(failure(&countersign_gate::Error::Tampered));
     }
+    within_limit(gate, &manifest)?;
     Ok((draft, manifest))
+}
+
+/// Refuses to show a manifest over the limit (a draft stored before the limit, or under a
+/// larger one): a person cannot read it, so it cannot be approved; it can still be rejected.
+fn within_limit(gate: &Gate, m: &countersign_canon::Manifest) -> Result<(), Failure> {
+    gate.policy()
+        .manifest_limits()
+        .check(&m.size())
+        .map_err(|e| {
+            Failure::invalid(
+                "TOO_LARGE",
+                format!("{}; `countersign reject` refuses the draft", e.message()),
+            )
+        })
 }
 
 pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
@@ -264,10 +280,11 @@ fn diff(
 ) -> String {
     use std::collections::BTreeMap;
     let index = |m: &countersign_canon::Manifest| -> BTreeMap<String, String> {
-        m.entries
-            .iter()
-            .map(|e| (e.shown_pointer.clone(), e.shown.clone()))
-            .collect()
+        let mut leaves = BTreeMap::new();
+        m.for_each(|e| {
+            leaves.insert(e.shown_pointer.to_owned(), e.shown().into_owned());
+        });
+        leaves
     };
     let (a, b) = (index(old), index(new));
     let mut out = String::new();
@@ -293,7 +310,7 @@ fn diff(
 async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<bool, Failure> {
     let paint = Paint::for_stream(std::io::stderr().is_terminal());
     let mut text = describe(d, m, paint);
-    if m.entries.iter().any(|e| e.flags.any()) {
+    if m.flagged() {
         text.push_str(&paint.wrap(
             "1;31",
             "\nwarning: some values hold characters a person cannot see; they are shown escaped\n",
@@ -307,6 +324,7 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
     if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
         let old =
             countersign_gate::manifest_of(&prev.canonical, &d.hidden).map_err(|e| failure(&e))?;
+        within_limit(gate, &old)?;
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
             prev.seq, prev.revision

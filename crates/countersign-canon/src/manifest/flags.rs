@@ -1,0 +1,327 @@
+//! Which characters a person cannot see or may misread, and how they are shown instead.
+//!
+//! The classes are Unicode's own (general categories, `Default_Ignorable_Code_Point`, UTS #39
+//! restriction levels) rather than a hand-picked list: a hand-picked list was one character
+//! short each time someone looked for a gap. Every flagged character is shown as `\u{…}`, except
+//! the letters behind `mixed-script`, which are visible but may be misread, so only the flag
+//! warns of them.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use unicode_general_category::{GeneralCategory, get_general_category};
+use unicode_security::{GeneralSecurityProfile, RestrictionLevel, RestrictionLevelDetection};
+
+/// Which kinds of hard-to-see characters a leaf (its value or the names on its pointer) holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Flags(u16);
+
+/// One flag: its bit and its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flag(u16, &'static str);
+
+const CONTROL: Flag = Flag(1, "control");
+const BIDI: Flag = Flag(1 << 1, "bidi");
+const INVISIBLE: Flag = Flag(1 << 2, "invisible");
+const WHITESPACE: Flag = Flag(1 << 3, "whitespace");
+const PRIVATE_USE: Flag = Flag(1 << 4, "private-use");
+const UNASSIGNED: Flag = Flag(1 << 5, "unassigned");
+const MIXED_SCRIPT: Flag = Flag(1 << 6, "mixed-script");
+const TAG: Flag = Flag(1 << 7, "tag");
+const VARIATION_SELECTOR: Flag = Flag(1 << 8, "variation-selector");
+
+/// Every flag, in the order names are listed.
+const ALL: [Flag; 9] = [
+    CONTROL,
+    BIDI,
+    INVISIBLE,
+    WHITESPACE,
+    PRIVATE_USE,
+    UNASSIGNED,
+    MIXED_SCRIPT,
+    TAG,
+    VARIATION_SELECTOR,
+];
+
+/// Where a string stands: a value keeps its line feeds (canonical JSON shows them as `\n`), a
+/// member name is printed raw inside a pointer, so nothing in it may break the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    Value,
+    Name,
+}
+
+impl Flags {
+    /// Whether any flag is set.
+    pub fn any(&self) -> bool {
+        self.0 != 0
+    }
+
+    /// The names of the set flags, in a fixed order: `control`, `bidi`, `invisible`,
+    /// `whitespace`, `private-use`, `unassigned`, `mixed-script`, `tag`, `variation-selector`.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        let bits = self.0;
+        ALL.into_iter()
+            .filter(move |f| bits & f.0 != 0)
+            .map(|f| f.1)
+    }
+
+    /// Whether the flag called `name` is set.
+    pub fn has(&self, name: &str) -> bool {
+        self.names().any(|n| n == name)
+    }
+
+    /// The flags of both.
+    #[must_use]
+    pub fn union(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+
+    /// The length of `  [a, b]` for these flags, or 0 when none is set.
+    pub(crate) fn shown_len(&self) -> usize {
+        if !self.any() {
+            return 0;
+        }
+        let (count, letters) = self
+            .names()
+            .fold((0, 0), |(n, l), name| (n + 1, l + name.len()));
+        // "  [" + names joined by ", " + "]"
+        3 + letters + 2 * (count - 1) + 1
+    }
+
+    fn set(&mut self, flag: Flag) {
+        self.0 |= flag.0;
+    }
+}
+
+/// Bidi_Control: the characters that reorder the text around them.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt), which renders as nothing when a
+/// font has no glyph for it. Unicode keeps these ranges stable across versions; the test below
+/// holds the table against the `unicode-security` crate's own.
+const DEFAULT_IGNORABLE: [(char, char); 17] = [
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{034F}', '\u{034F}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{17B4}', '\u{17B5}'),
+    ('\u{180B}', '\u{180F}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{206F}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FE00}', '\u{FE0F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+    ('\u{FFF0}', '\u{FFF8}'),
+    ('\u{1BCA0}', '\u{1BCA3}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0000}', '\u{E0FFF}'),
+];
+
+pub(crate) fn is_default_ignorable(c: char) -> bool {
+    DEFAULT_IGNORABLE
+        .binary_search_by(|&(lo, hi)| {
+            if hi < c {
+                std::cmp::Ordering::Less
+            } else if lo > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
+/// The flag of one character, `None` when a person sees it as it is.
+fn flag_of(c: char, place: Place) -> Option<Flag> {
+    if c.is_ascii() {
+        return match c {
+            '\n' if place == Place::Value => None,
+            ' '..='~' => None,
+            _ => Some(CONTROL),
+        };
+    }
+    if is_bidi_control(c) {
+        return Some(BIDI);
+    }
+    if ('\u{E0000}'..='\u{E007F}').contains(&c) {
+        return Some(TAG);
+    }
+    if matches!(c, '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' | '\u{180B}'..='\u{180D}' | '\u{180F}')
+    {
+        return Some(VARIATION_SELECTOR);
+    }
+    if is_default_ignorable(c) {
+        return Some(INVISIBLE);
+    }
+    match get_general_category(c) {
+        GeneralCategory::Control => Some(CONTROL),
+        GeneralCategory::Format => Some(INVISIBLE),
+        // Every non-ASCII White_Space character is one of these three (or U+0085, a control).
+        GeneralCategory::SpaceSeparator
+        | GeneralCategory::LineSeparator
+        | GeneralCategory::ParagraphSeparator => Some(WHITESPACE),
+        GeneralCategory::PrivateUse => Some(PRIVATE_USE),
+        GeneralCategory::Unassigned | GeneralCategory::Surrogate => Some(UNASSIGNED),
+        _ => None,
+    }
+}
+
+/// Whether `text` is printable ASCII (and, in a value, line feeds), which no flag can touch.
+/// Tested in blocks without early exit so the loop vectorizes; most text is plain.
+fn plain(text: &str, place: Place) -> bool {
+    let lf = place == Place::Value;
+    let ok = |c: &u8| c.wrapping_sub(0x20) < 0x5F || (lf && *c == b'\n');
+    let mut blocks = text.as_bytes().chunks_exact(16);
+    let whole = blocks
+        .by_ref()
+        .all(|block| block.iter().fold(true, |all, c| all & ok(c)));
+    whole && blocks.remainder().iter().all(ok)
+}
+
+/// Whether some word of `text` mixes scripts beyond UTS #39's Highly Restrictive level (Latin
+/// with Cyrillic, say). A word is a run of characters UTS #39 allows in identifiers, so
+/// "Hello мир" is two single-script words while "pаypal" with a Cyrillic `а` is one mixed word.
+fn mixes_scripts(text: &str) -> bool {
+    text.split(|c: char| !c.identifier_allowed())
+        .filter(|word| !word.is_ascii())
+        .any(|word| word.detect_restriction_level() > RestrictionLevel::HighlyRestrictive)
+}
+
+/// The flags of `text`, calling `on_flagged` with the byte offset of each character that must
+/// be shown escaped.
+fn scan(text: &str, place: Place, mut on_flagged: impl FnMut(usize, char)) -> Flags {
+    let mut flags = Flags::default();
+    if plain(text, place) {
+        return flags;
+    }
+    for (i, c) in text.char_indices() {
+        if let Some(flag) = flag_of(c, place) {
+            flags.set(flag);
+            on_flagged(i, c);
+        }
+    }
+    if mixes_scripts(text) {
+        flags.set(MIXED_SCRIPT);
+    }
+    flags
+}
+
+/// The flags of `text` in `place`, without building its shown form.
+pub(crate) fn flags_of(text: &str, place: Place) -> Flags {
+    scan(text, place, |_, _| {})
+}
+
+/// The length of `\u{…}` for `c`.
+fn escape_len(c: char) -> usize {
+    let bits = 32 - u32::from(c).leading_zeros().min(28);
+    // One hex digit per started nibble, at least one, plus `\u{` and `}`.
+    (bits as usize).div_ceil(4).max(1) + 4
+}
+
+/// The length of `text` as shown, and its flags, without building it.
+pub(crate) fn shown_len(text: &str, place: Place) -> (usize, Flags) {
+    let mut len = text.len();
+    let flags = scan(text, place, |_, c| len += escape_len(c) - c.len_utf8());
+    (len, flags)
+}
+
+/// `text` with every flagged character written as `\u{…}` (lowercase hex), and its flags.
+pub(crate) fn show(text: &str, place: Place) -> (Cow<'_, str>, Flags) {
+    let mut shown: Option<(String, usize)> = None;
+    let flags = scan(text, place, |i, c| {
+        let (out, start) = shown.get_or_insert_with(|| (String::with_capacity(text.len() + 16), 0));
+        out.push_str(&text[*start..i]);
+        *start = i + c.len_utf8();
+        // Writing into a String cannot fail.
+        let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+    });
+    match shown {
+        Some((mut out, start)) => {
+            out.push_str(&text[start..]);
+            (Cow::Owned(out), flags)
+        }
+        None => (Cow::Borrowed(text), flags),
+    }
+}
+
+/// Text with every flagged character written as `\u{…}` (lowercase hex), and the flags found.
+/// Line feeds are escaped too: whatever is shown this way stays on one line.
+pub fn show_escaped(text: &str) -> (String, Flags) {
+    let (shown, flags) = show(text, Place::Name);
+    (shown.into_owned(), flags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition: every character looked at, flagged ones escaped.
+    fn reference(text: &str, place: Place) -> String {
+        let mut shown = String::new();
+        for c in text.chars() {
+            if flag_of(c, place).is_some() {
+                shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            } else {
+                shown.push(c);
+            }
+        }
+        shown
+    }
+
+    #[test]
+    fn fast_paths_agree_with_the_definition() {
+        let filler = "plain text, 0123456789 ~ with a line\nfeed and more words";
+        for special in [
+            "\t",
+            "\u{7f}",
+            "\u{85}",
+            "\u{200b}",
+            "\u{202e}",
+            "é",
+            "\u{e0041}",
+            "\r",
+        ] {
+            for at in 0..=filler.len() {
+                let text = format!("{}{special}{}", &filler[..at], &filler[at..]);
+                for place in [Place::Value, Place::Name] {
+                    let (shown, flags) = show(&text, place);
+                    assert_eq!(shown, reference(&text, place), "{text:?}");
+                    assert_eq!(flags_of(&text, place), flags, "{text:?}");
+                    assert_eq!(shown_len(&text, place), (shown.len(), flags), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn default_ignorable_table_matches_unicode_security() {
+        // The crate's skeleton drops exactly the default-ignorable code points; none of them
+        // decomposes, so a character whose skeleton is empty is one of them.
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            let dropped = unicode_security::skeleton(c.encode_utf8(&mut [0; 4]))
+                .next()
+                .is_none();
+            assert_eq!(is_default_ignorable(c), dropped, "U+{:04X}", u32::from(c));
+        }
+    }
+
+    #[test]
+    fn escape_lengths_match_the_written_escapes() {
+        for c in [
+            '\0',
+            '\u{9}',
+            '\u{85}',
+            '\u{2028}',
+            '\u{FFFF}',
+            '\u{1D173}',
+            '\u{10FFFD}',
+        ] {
+            assert_eq!(escape_len(c), format!("\\u{{{:x}}}", u32::from(c)).len());
+        }
+    }
+}
