@@ -165,21 +165,24 @@ impl<H: ServerHandler> Gated<H> {
         let args = request.arguments.as_ref().unwrap_or(&no_args);
         let principal = principal(&context);
         let result = match request.name.as_ref() {
-            tools::EXECUTE => self.execute(args, &principal, context).await?,
-            tools::STATUS => crate::status::status(&self.core, args, &principal).await?,
-            tools::LIST => crate::status::list(&self.core, args, &principal).await?,
+            // Each gate path's future is boxed: held inline, the largest of them would be
+            // moved into every request's task, a pass-through call included.
+            tools::EXECUTE => Box::pin(self.execute(args, &principal, context)).await?,
+            tools::STATUS => Box::pin(crate::status::status(&self.core, args, &principal)).await?,
+            tools::LIST => Box::pin(crate::status::list(&self.core, args, &principal)).await?,
             tools::REVISE => {
                 // New arguments meet the same schema a fresh call of the tool would.
                 if let (Ok(id), Some(Value::Object(new_args))) =
                     (tools::text(args, "draft_id"), args.get("args"))
                 {
-                    let draft = crate::status::own_draft(&self.core, id, &principal).await?;
+                    let draft =
+                        Box::pin(crate::status::own_draft(&self.core, id, &principal)).await?;
                     let Some(tool) = self.tool(&draft.action, true, &context).await? else {
                         return Err(unknown_tool(&draft.action));
                     };
                     crate::schema::check(&tool.input_schema, new_args)?;
                 }
-                crate::status::revise(&self.core, args, &principal).await?
+                Box::pin(crate::status::revise(&self.core, args, &principal)).await?
             }
             name => {
                 let Some(tool) = self.tool(name, false, &context).await? else {
@@ -203,7 +206,7 @@ impl<H: ServerHandler> Gated<H> {
                         let asked = crate::elicit::approval(
                             &self.core, &tool, &request, &principal, &context,
                         );
-                        match asked.await? {
+                        match Box::pin(asked).await? {
                             Next::Respond(response) => return Ok(response),
                             // Approved in the host: run it now, exactly as countersign_execute
                             // would, under an operation id a retry of this call reuses.
@@ -216,7 +219,7 @@ impl<H: ServerHandler> Gated<H> {
                                 run.insert("draft_id".into(), draft_id.into());
                                 run.insert("revision".into(), revision.into());
                                 run.insert("operation_id".into(), operation_id.into());
-                                self.execute(&run, &principal, context).await?
+                                Box::pin(self.execute(&run, &principal, context)).await?
                             }
                         }
                     }
@@ -224,7 +227,7 @@ impl<H: ServerHandler> Gated<H> {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
                         crate::schema::check_except(&tool.input_schema, args, &CONTROLS)?;
-                        return self.confirm(request, &risk, &principal, context).await;
+                        return Box::pin(self.confirm(request, &risk, &principal, context)).await;
                     }
                 }
             }
