@@ -136,8 +136,37 @@ pub(crate) fn is_default_ignorable(c: char) -> bool {
         .is_ok()
 }
 
+/// Letters and punctuation of the scripts most text is written in, every one of them assigned,
+/// visible and in no flagged class: the test below holds these ranges against the full lookup,
+/// which they skip.
+fn surely_visible(c: char) -> bool {
+    matches!(c,
+        '\u{00A1}'..='\u{00AC}'
+        | '\u{00AE}'..='\u{024F}'
+        | '\u{0386}'..='\u{038A}'
+        | '\u{038E}'..='\u{03A1}'
+        | '\u{03A3}'..='\u{03FF}'
+        | '\u{0400}'..='\u{052F}'
+        | '\u{1E00}'..='\u{1EFF}'
+        | '\u{2010}'..='\u{2027}'
+        | '\u{2030}'..='\u{205E}'
+        | '\u{3001}'..='\u{303F}'
+        | '\u{3041}'..='\u{3096}'
+        | '\u{30A0}'..='\u{30FF}'
+        | '\u{4E00}'..='\u{9FEF}'
+        | '\u{FF01}'..='\u{FF5E}')
+}
+
 /// The flag of one character, `None` when a person sees it as it is.
 fn flag_of(c: char, place: Place) -> Option<Flag> {
+    if surely_visible(c) {
+        return None;
+    }
+    looked_up_flag(c, place)
+}
+
+/// The flag of one character by its Unicode properties.
+fn looked_up_flag(c: char, place: Place) -> Option<Flag> {
     if c.is_ascii() {
         return match c {
             '\n' if place == Place::Value => None,
@@ -187,9 +216,48 @@ fn plain(text: &str, place: Place) -> bool {
 /// with Cyrillic, say). A word is a run of characters UTS #39 allows in identifiers, so
 /// "Hello мир" is two single-script words while "pаypal" with a Cyrillic `а` is one mixed word.
 fn mixes_scripts(text: &str) -> bool {
+    if one_script(text) {
+        return false;
+    }
     text.split(|c: char| !c.identifier_allowed())
         .filter(|word| !word.is_ascii())
         .any(|word| word.detect_restriction_level() > RestrictionLevel::HighlyRestrictive)
+}
+
+/// Script classes whose every character shares the class's script (or is common to all), so a
+/// word drawn from one class, or from Latin and Japanese, is single-script or Highly Restrictive.
+const LATIN: u8 = 1;
+const CYRILLIC: u8 = 1 << 1;
+const GREEK: u8 = 1 << 2;
+const JAPANESE: u8 = 1 << 3;
+/// Common to every script, or never part of a word.
+const NEUTRAL: u8 = 0;
+
+/// The class of `c`, `None` when it is in none (the full check decides then).
+fn script_class(c: char) -> Option<u8> {
+    Some(match c {
+        'a'..='z' | 'A'..='Z' | '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' => LATIN,
+        '\0'..='\u{7F}' | '\u{2010}'..='\u{2027}' | '\u{2030}'..='\u{205E}' => NEUTRAL,
+        '\u{0400}'..='\u{052F}' => CYRILLIC,
+        '\u{0386}' | '\u{0388}'..='\u{038A}' | '\u{038C}' | '\u{038E}'..='\u{03A1}' => GREEK,
+        '\u{03A3}'..='\u{03CE}' => GREEK,
+        '\u{3001}'..='\u{303F}' | '\u{3041}'..='\u{3096}' | '\u{30A0}'..='\u{30FF}' => JAPANESE,
+        '\u{4E00}'..='\u{9FEF}' => JAPANESE,
+        _ => return None,
+    })
+}
+
+/// Whether every character of `text` falls in a class and the classes met cannot mix beyond
+/// Highly Restrictive in any word, which spares the per-word script lookups.
+fn one_script(text: &str) -> bool {
+    let mut seen = 0;
+    for c in text.chars() {
+        match script_class(c) {
+            Some(class) => seen |= class,
+            None => return false,
+        }
+    }
+    matches!(seen, 0 | LATIN | CYRILLIC | GREEK | JAPANESE) || seen == LATIN | JAPANESE
 }
 
 /// The flags of `text`, calling `on_flagged` with the byte offset of each character that must
@@ -296,6 +364,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn surely_visible_characters_are_in_no_class() {
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            if surely_visible(c) {
+                for place in [Place::Value, Place::Name] {
+                    assert_eq!(looked_up_flag(c, place), None, "U+{:04X}", u32::from(c));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn script_classes_share_their_script() {
+        // A character of a class forms a single-script word with a letter of that class alone;
+        // a neutral one with a letter of every class.
+        let letters = [
+            (LATIN, 'a'),
+            (CYRILLIC, 'д'),
+            (GREEK, 'α'),
+            (JAPANESE, 'あ'),
+        ];
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            let Some(class) = script_class(c) else {
+                continue;
+            };
+            if !c.identifier_allowed() {
+                continue;
+            }
+            for (letter_class, letter) in letters {
+                if class != NEUTRAL && class != letter_class {
+                    continue;
+                }
+                let word: String = [c, letter].into_iter().collect();
+                assert!(
+                    word.detect_restriction_level() <= RestrictionLevel::SingleScript,
+                    "U+{:04X} with {letter}",
+                    u32::from(c)
+                );
+            }
+        }
+        assert!(one_script("Grüße aus Köln") && one_script("新しい規約 Tokyo"));
+        assert!(!one_script("Grüße мир"));
+        assert!(!one_script("pаypal"));
+        assert!(!mixes_scripts("Grüße мир 新しい規約"));
+        assert!(mixes_scripts("pаypal"));
+        assert!(!mixes_scripts("Tokyo東京"));
     }
 
     #[test]
