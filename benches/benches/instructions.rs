@@ -391,7 +391,6 @@ fn per_iteration(exe: &std::path::Path, workload: &Workload) -> Result<(f64, f64
             "{workload}: {long} iterations counted no more than {short}"
         ));
     }
-    #[allow(clippy::cast_precision_loss)] // counts far below 2^52
     let per = |x: u64, y: u64| y.saturating_sub(x) as f64 / (long - short) as f64;
     Ok((per(rest_a, rest_b), per(a.sha256, b.sha256)))
 }

@@ -52,7 +52,6 @@ impl AuditEvent {
     #[must_use]
     pub fn number(mut self, name: &'static str, value: i64) -> Self {
         // Times and counters stay far below 2^53.
-        #[allow(clippy::cast_precision_loss)]
         self.fields.insert(name, Value::Number(value as f64));
         self
     }
@@ -93,9 +92,7 @@ fn render(prev: Option<(u64, Digest)>, event: AuditEvent) -> (u64, Vec<u8>) {
     let seq = prev.map_or(1, |(s, _)| s + 1);
     let mut o = event.fields;
     o.insert("v", Value::Number(1.0));
-    #[allow(clippy::cast_precision_loss)]
     o.insert("seq", Value::Number(seq as f64));
-    #[allow(clippy::cast_precision_loss)]
     o.insert("at", Value::Number(event.at as f64));
     o.insert("event", Value::String(event.kind.to_owned()));
     o.insert(
@@ -233,7 +230,6 @@ pub fn verify(records: &[AuditRecord], anchor: Option<Head>) -> Result<Option<He
         if value.to_canonical_bytes() != r.body {
             return Err(broken("the record is not canonical"));
         }
-        #[allow(clippy::cast_precision_loss)]
         let seq_ok = value.pointer("/seq") == Some(&Value::Number(expected as f64));
         if !seq_ok {
             return Err(broken("the record's own sequence number differs"));

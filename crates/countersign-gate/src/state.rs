@@ -23,18 +23,45 @@ use crate::policy::Channel;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// The revision approved.
-    pub revision: Revision,
+    pub(crate) revision: Revision,
     /// Who approved.
-    pub approver: String,
+    pub(crate) approver: String,
     /// Through which channel.
-    pub channel: Channel,
+    pub(crate) channel: Channel,
     /// When (Unix milliseconds).
-    pub approved_at: i64,
+    pub(crate) approved_at: i64,
     /// Until when it may be used (Unix milliseconds, exclusive).
-    pub expires_at: i64,
+    pub(crate) expires_at: i64,
 }
 
+/// Read access only: an `Approval` is made by the decision code or decoded from a stored row,
+/// so holding one is proof that a person approved.
 impl Approval {
+    /// The revision approved.
+    pub fn revision(&self) -> &Revision {
+        &self.revision
+    }
+
+    /// Who approved.
+    pub fn approver(&self) -> &str {
+        &self.approver
+    }
+
+    /// Through which channel.
+    pub fn channel(&self) -> Channel {
+        self.channel
+    }
+
+    /// When (Unix milliseconds).
+    pub fn approved_at(&self) -> i64 {
+        self.approved_at
+    }
+
+    /// Until when it may be used (Unix milliseconds, exclusive).
+    pub fn expires_at(&self) -> i64 {
+        self.expires_at
+    }
+
     /// Whether the approval still holds at `now_ms`.
     pub fn is_live(&self, now_ms: i64) -> bool {
         now_ms < self.expires_at
@@ -49,7 +76,7 @@ pub struct Proposed;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approved {
     /// The approval, not yet consumed.
-    pub approval: Approval,
+    pub(crate) approval: Approval,
 }
 
 /// The approval was consumed and the run journaled; the action may be running now.
@@ -142,6 +169,11 @@ impl Proposed {
 }
 
 impl Approved {
+    /// The approval, not yet consumed.
+    pub fn approval(&self) -> &Approval {
+        &self.approval
+    }
+
     /// Consumes the approval and journals the run: the one way into `Executing`.
     pub fn claim(self, operation_id: String) -> Executing {
         Executing { operation_id }

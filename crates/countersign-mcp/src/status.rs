@@ -68,11 +68,11 @@ pub(crate) async fn status(
     let manifest = countersign_gate::manifest(&draft)?;
     let approval = draft.state.approval().map(|a| {
         json!({
-            "revision": a.revision.to_hex(),
-            "approver": a.approver,
-            "channel": a.channel.as_str(),
-            "approved_at": a.approved_at,
-            "expires_at": a.expires_at,
+            "revision": a.revision().to_hex(),
+            "approver": a.approver(),
+            "channel": a.channel().as_str(),
+            "approved_at": a.approved_at(),
+            "expires_at": a.expires_at(),
         })
     });
     let outcome = match draft.state.operation_id() {

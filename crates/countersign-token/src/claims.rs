@@ -50,7 +50,6 @@ impl Claims {
         let text = |s: &str| Value::String(nfc(s).into_owned());
         // Integers of at most 2^53 are exact doubles; iat/exp are checked against that bound
         // when minting and decoding, so the cast never rounds.
-        #[allow(clippy::cast_precision_loss)]
         let int = |i: i64| Value::Number(i as f64);
         object.insert("v", int(CLAIMS_VERSION));
         object.insert("tool", text(&self.tool));
@@ -172,9 +171,7 @@ fn is_nfc(s: &str) -> bool {
 
 fn integer(n: f64) -> Option<i64> {
     // The range check comes first, so the cast below is exact.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)]
     let ok = n.fract() == 0.0 && n.abs() <= MAX_SAFE_INTEGER as f64;
-    #[allow(clippy::cast_possible_truncation)]
     ok.then_some(n as i64)
 }
 

@@ -167,10 +167,10 @@ pub(crate) fn review(ctx: &Ctx, _args: ReviewArgs) -> Result<Report, Failure> {
 fn approval_json(state: &State) -> serde_json::Value {
     match state.approval() {
         Some(a) => serde_json::json!({
-            "approver": a.approver,
-            "channel": a.channel.as_str(),
-            "approved_at_ms": a.approved_at,
-            "expires_at_ms": a.expires_at,
+            "approver": a.approver(),
+            "channel": a.channel().as_str(),
+            "approved_at_ms": a.approved_at(),
+            "expires_at_ms": a.expires_at(),
         }),
         None => serde_json::Value::Null,
     }
@@ -378,17 +378,17 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
             format!(
                 "approved {} revision {} as {} (valid {}s)",
                 d.id,
-                a.revision,
-                a.approver,
-                (a.expires_at - a.approved_at) / 1000
+                a.revision(),
+                a.approver(),
+                (a.expires_at() - a.approved_at()) / 1000
             ),
             serde_json::json!({
                 "approved": true,
                 "draft_id": d.id.as_str(),
-                "revision": a.revision.to_hex(),
-                "approver": a.approver,
-                "channel": a.channel.as_str(),
-                "expires_at_ms": a.expires_at,
+                "revision": a.revision().to_hex(),
+                "approver": a.approver(),
+                "channel": a.channel().as_str(),
+                "expires_at_ms": a.expires_at(),
             }),
         ))
     })?

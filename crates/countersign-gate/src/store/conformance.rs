@@ -102,7 +102,6 @@ impl ActionPort for CountingAction {
 /// # Panics
 /// If the suite's own policy does not parse.
 pub fn gate(store: Arc<dyn GateStore>, clock: Arc<dyn Clock>) -> Gate {
-    #[allow(clippy::expect_used)]
     let policy = Policy::from_toml(POLICY).expect("suite policy");
     Gate::new(store, Arc::new(policy)).with_clock(clock)
 }

@@ -55,7 +55,6 @@ where
 }
 
 fn gate_with(store: Arc<dyn GateStore>, policy: &str, clock: Arc<ManualClock>) -> Gate {
-    #[allow(clippy::expect_used)]
     let policy = Policy::from_toml(policy).expect("suite policy");
     Gate::new(store, Arc::new(policy)).with_clock(clock)
 }
