@@ -106,8 +106,7 @@ async fn postgres_store_conforms_unbatched() {
 /// The suite on PostgreSQL, with transitions of different drafts sharing transactions or not.
 #[cfg(feature = "postgres")]
 async fn postgres_conforms(batched: bool) {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     let schemas = std::sync::Mutex::new(Vec::new());

@@ -129,8 +129,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
 #[tokio::test]
 async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
     use countersign_gate::store::postgres::PostgresStore;
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     let nanos = std::time::SystemTime::now()

@@ -55,8 +55,7 @@ fn gate(store: Arc<PostgresStore>) -> Gate {
 /// draft runs exactly once, every operation succeeds, and the chain holds every record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_cycles_share_transactions_and_run_once_each() {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     let (store, schema) = store(&url).await;
@@ -133,8 +132,7 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
 /// `STORE_UNAVAILABLE`, and nothing of it was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_refused_write_fails_only_its_own_transition() {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     let (store, schema) = store(&url).await;

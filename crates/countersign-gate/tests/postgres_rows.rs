@@ -66,8 +66,7 @@ fn incompressible(len: usize) -> String {
 /// the same moment would be counted as this one's.
 #[tokio::test]
 async fn state_moves_are_narrow_writes_that_store_exactly_the_committed_draft() {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     an_approval_does_not_write_a_large_envelope_again(&url).await;

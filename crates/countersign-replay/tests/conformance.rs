@@ -2,15 +2,7 @@
 
 use countersign_replay::{Consumption, Ledger, StoreUrl, conformance, open_ledger};
 
-fn env_url(var: &str) -> Option<String> {
-    match std::env::var(var) {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("skipped: {var} not set");
-            None
-        }
-    }
-}
+use countersign_testkit::require_env as env_url;
 
 fn unique(prefix: &str) -> String {
     format!("{prefix}{}", hex::encode(rand::random::<[u8; 6]>()))

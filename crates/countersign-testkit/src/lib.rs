@@ -1,0 +1,18 @@
+//! Plumbing the workspace's tests and benches share, kept out of the libraries so that no
+//! shipped build carries test support. Used only as a dev-dependency.
+
+/// The value of the environment variable `var` when it is set and not empty.
+///
+/// When it is unset or empty the test cannot run against the service it names, so this says
+/// `skipped: VAR not set` on stderr and returns `None`; the caller then returns without
+/// asserting anything, so a skipped test never claims to have checked something.
+#[must_use]
+pub fn require_env(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(value) if !value.is_empty() => Some(value),
+        _ => {
+            eprintln!("skipped: {var} not set");
+            None
+        }
+    }
+}
