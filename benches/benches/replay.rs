@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
+use countersign_testkit::require_env;
 use criterion::{
     BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main, measurement::WallTime,
 };
@@ -183,8 +184,7 @@ fn sqlite(c: &mut Criterion) {
 }
 
 fn redis(c: &mut Criterion) {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_REDIS") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_REDIS not set");
+    let Some(url) = require_env("COUNTERSIGN_TEST_REDIS") else {
         return;
     };
     let mut group = c.benchmark_group("replay/redis");
@@ -260,8 +260,7 @@ fn redis(c: &mut Criterion) {
 }
 
 fn postgres(c: &mut Criterion) {
-    let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(url) = require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     let mut group = c.benchmark_group("replay/postgres");

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use countersign_mcp::demo::DEMO_POLICY;
+use countersign_testkit::require_env;
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 
@@ -382,8 +383,7 @@ async fn pg(url: &str) -> tokio_postgres::Client {
 
 #[tokio::test]
 async fn http_healthz_follows_a_postgres_store() {
-    let Ok(admin_url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+    let Some(admin_url) = require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
     // The binary keeps its tables in the fixed schema `countersign`: a database of its own.
@@ -538,8 +538,7 @@ async fn http_refuses_to_start_unsafe() {
 /// server that offers tools only.
 #[tokio::test]
 async fn http_conformance_suite() {
-    let Ok(cli) = std::env::var("COUNTERSIGN_TEST_CONFORMANCE") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_CONFORMANCE not set");
+    let Some(cli) = require_env("COUNTERSIGN_TEST_CONFORMANCE") else {
         return;
     };
     let home = Home::new(DEMO_POLICY);

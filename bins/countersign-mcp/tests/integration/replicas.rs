@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use countersign_mcp::demo::DEMO_POLICY;
+use countersign_testkit::require_env;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -34,11 +35,7 @@ async fn within<T>(secs: u64, what: &str, fut: impl Future<Output = T>) -> T {
 }
 
 fn postgres_url() -> Option<String> {
-    let url = std::env::var("COUNTERSIGN_TEST_POSTGRES").ok();
-    if url.is_none() {
-        eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
-    }
-    url
+    require_env("COUNTERSIGN_TEST_POSTGRES")
 }
 
 /// The parts of a `postgres://[user[:password]@]host[:port][/db][?query]` URL this test rewrites.
@@ -343,8 +340,7 @@ async fn propose_on_one_replica_approve_with_the_cli_execute_on_the_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_gate_with_a_redis_ledger_consumes_a_token_once_across_replicas() {
     let Some(admin) = postgres_url() else { return };
-    let Ok(redis) = std::env::var("COUNTERSIGN_TEST_REDIS") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_REDIS not set");
+    let Some(redis) = require_env("COUNTERSIGN_TEST_REDIS") else {
         return;
     };
     let db = Database::create(&admin).await;

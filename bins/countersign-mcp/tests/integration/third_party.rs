@@ -2,14 +2,14 @@
 //! `COUNTERSIGN_TEST_FS_SERVER` names its entry script (run with `node`); without it the test
 //! says it was skipped.
 
+use countersign_testkit::require_env;
 use serde_json::json;
 
 use crate::common::*;
 
 #[tokio::test]
 async fn filesystem_server_write_needs_approval_and_reads_pass_through() {
-    let Ok(entry) = std::env::var("COUNTERSIGN_TEST_FS_SERVER") else {
-        eprintln!("skipped: COUNTERSIGN_TEST_FS_SERVER not set");
+    let Some(entry) = require_env("COUNTERSIGN_TEST_FS_SERVER") else {
         return;
     };
     let home = Home::new(
