@@ -23,11 +23,11 @@ use std::time::Duration;
 use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
+use super::rows::{Bound, draft_row, op_row, sealed};
+use super::sql::{BEGIN, Sql, Statements, pg, prepare};
 use super::tenancy::{self, Quota};
-use super::{
-    BEGIN, Bound, DRAFT_LOCK, Ended, OP_LOCK, OpenTx, QUOTA_LOCK, Sql, Statements, draft_row,
-    ended, in_order, op_row, prepare, seal_and_commit, sealed, writes,
-};
+use super::tx::{Ended, OpenTx, ended, in_order, seal_and_commit, writes};
+use super::{DRAFT_LOCK, OP_LOCK, QUOTA_LOCK};
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, Operation, RateWindow};
@@ -347,7 +347,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let operations: Result<HashMap<(String, String), Operation>> = op_rows
         .iter()
         .map(|r| {
-            let draft: String = r.try_get(OP_DRAFT).map_err(super::pg)?;
+            let draft: String = r.try_get(OP_DRAFT).map_err(pg)?;
             op_row(r).map(|o| ((draft, o.id.clone()), o))
         })
         .collect();

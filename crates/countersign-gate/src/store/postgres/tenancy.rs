@@ -5,7 +5,9 @@
 use countersign_canon::Principal;
 use deadpool_postgres::GenericClient;
 
-use super::{QUOTA_LOCK, Sent, pg, prepare};
+use super::QUOTA_LOCK;
+use super::sql::{pg, prepare};
+use super::tx::Sent;
 use crate::error::{Error, Result};
 use crate::model::{DraftId, DraftSummary, Page, RateWindow};
 use crate::store::QuotaKeys;

@@ -1,0 +1,455 @@
+//! The PostgreSQL store: drafts shared by every replica of a service.
+//!
+//! A transaction serializes with every other transaction that could change what it decides on,
+//! across connections and hosts, with transaction-scoped advisory locks taken before it reads:
+//! one for its draft id, one for its operation id, one for the tool when the tool has a rate
+//! ceiling. So two transactions on the same draft or operation run one after the other, as on
+//! SQLite's write lock, and the decision code above them is the same — while transactions on
+//! different drafts run side by side. The one thing all of them share, the audit chain's tail,
+//! is appended inside the database under a lock of its own that is held only while the server
+//! works, never across a round trip to the client (see [`Sql::append`]). Transitions of
+//! different drafts that arrive together share one transaction (see `batch`). Tables live in a
+//! schema of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use countersign_canon::{Digest, Principal};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use tokio_postgres::NoTls;
+
+use self::rows::{Bound, draft_row, op_row, sealed};
+use self::sql::{BEGIN, DRAFT_COLUMNS, OP_COLUMNS, SCHEMA, Sql, Statements, pg, quote_schema};
+use self::tx::{Ended, OpenTx, ended, in_order, seal_and_commit, writes};
+use super::rows::{principal_to_row, revision_from_row};
+use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use crate::audit::{AuditRecord, Unchained};
+use crate::error::{Error, Result};
+use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
+
+mod batch;
+mod rows;
+mod sql;
+mod tenancy;
+mod tx;
+
+/// Batches of at most this many transitions, at most this many in flight per store.
+const BATCH: batch::Limits = batch::Limits {
+    members: 16,
+    workers: 4,
+};
+
+/// Serializes appends to the audit chain and schema changes in one database ("cs_gate").
+const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
+
+/// The classes of the two-key advisory locks ("csg" and a number); the second key is a hash of
+/// the id. Every transaction takes them in this order (draft, operation, tool, then the chain's
+/// [`GATE_LOCK`]), at most one of each, so no two transactions can wait for each other in a
+/// circle; two ids with the same hash only wait for each other needlessly.
+const DRAFT_LOCK: i32 = 0x6373_6701;
+const OP_LOCK: i32 = 0x6373_6702;
+const TOOL_LOCK: i32 = 0x6373_6703;
+/// A principal's quota counts (after [`TOOL_LOCK`], before [`GATE_LOCK`]).
+const QUOTA_LOCK: i32 = 0x6373_6704;
+
+/// A gate store in a PostgreSQL schema.
+#[derive(Debug)]
+pub struct PostgresStore {
+    pool: Pool,
+    s: String,
+    sql: Arc<Sql>,
+    /// Where transitions wait to share a transaction; `None` when each runs alone.
+    batches: Option<Arc<batch::Queue>>,
+}
+
+impl PostgresStore {
+    /// Connects to `url` and creates the `gate_*` tables in `schema` when missing.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE` when the database cannot be reached; `CONFIG_INVALID` for a bad
+    /// URL or schema name.
+    pub async fn connect(url: &str, schema: &str) -> Result<Self> {
+        let s = quote_schema(schema)?;
+        let mut config: tokio_postgres::Config = url
+            .parse()
+            .map_err(|e| Error::Config(format!("postgres url: {e}")))?;
+        // Every statement of a transition is prepared once per connection and then planned
+        // once: left to choose, PostgreSQL plans the chain's append and a batch's reads again on
+        // every call (their one-off plans look cheaper than the shared one), work repeated for
+        // nothing. The shared plans are the index lookups they are written for.
+        let options = match config.get_options() {
+            Some(o) => format!("{o} -c plan_cache_mode=force_generic_plan"),
+            None => "-c plan_cache_mode=force_generic_plan".to_owned(),
+        };
+        config.options(&options);
+        let timeout = std::time::Duration::from_secs(5);
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(timeout);
+        }
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(16)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(timeout))
+            .create_timeout(Some(timeout))
+            .build()
+            .map_err(pg)?;
+        let mut client = pool.get().await.map_err(pg)?;
+        // Schema DDL takes table locks (CREATE INDEX IF NOT EXISTS takes a SHARE lock even when
+        // the index is there) while holding the gate lock; a running replica's transition holds
+        // a draft row and waits for the gate lock, so every start-up of a CLI or replica could
+        // deadlock against live traffic. A store already in the current shape is left alone.
+        if !tenancy::current(&client, schema, &s).await? {
+            Self::create_schema(&mut client, schema, &s).await?;
+        }
+        drop(client);
+        let sql = Arc::new(Sql::new(&s));
+        Ok(PostgresStore {
+            pool,
+            s,
+            sql,
+            batches: Some(Arc::new(batch::Queue::new(BATCH))),
+        })
+    }
+
+    /// Creates or migrates the `gate_*` tables under the gate lock, so of several processes
+    /// starting on one new database only the first does the work.
+    async fn create_schema(
+        client: &mut deadpool_postgres::Client,
+        schema: &str,
+        s: &str,
+    ) -> Result<()> {
+        let tx = client.transaction().await.map_err(pg)?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&GATE_LOCK])
+            .await
+            .map_err(pg)?;
+        tx.batch_execute(&SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tenancy::migrate(&tx, schema, s).await?;
+        tx.batch_execute(&tenancy::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tx.commit().await.map_err(pg)
+    }
+
+    /// Runs every transition in a transaction of its own instead of letting transitions of
+    /// different drafts that arrive together share one (see `batch`). For comparisons and for
+    /// a database whose every transaction must map to one gate decision.
+    #[must_use]
+    pub fn unbatched(mut self) -> Self {
+        self.batches = None;
+        self
+    }
+
+    /// The most transitions one shared transaction has held so far (0 when unbatched).
+    #[must_use]
+    pub fn largest_batch(&self) -> usize {
+        self.batches.as_ref().map_or(0, |b| b.largest())
+    }
+}
+impl PostgresStore {
+    async fn get_draft(
+        &self,
+        c: &impl deadpool_postgres::GenericClient,
+        id: &DraftId,
+    ) -> Result<Option<Draft>> {
+        let sql = c.prepare_cached(&self.sql.draft).await.map_err(pg)?;
+        c.query_opt(&sql, &[&id.as_str()])
+            .await
+            .map_err(pg)?
+            .map(|r| draft_row(&r))
+            .transpose()
+    }
+
+    async fn get_op(
+        &self,
+        c: &impl deadpool_postgres::GenericClient,
+        principal: &Principal,
+        id: &str,
+    ) -> Result<Option<Operation>> {
+        let sql = format!(
+            "SELECT {OP_COLUMNS} FROM {}.gate_operations WHERE principal = $1 AND id = $2",
+            self.s
+        );
+        let sql = c.prepare_cached(&sql).await.map_err(pg)?;
+        c.query_opt(&sql, &[&principal_to_row(principal), &id])
+            .await
+            .map_err(pg)?
+            .map(|r| op_row(&r))
+            .transpose()
+    }
+}
+impl PostgresStore {
+    /// One transition in a transaction of its own.
+    async fn transact_alone(
+        &self,
+        keys: &TxKeys<'_>,
+        step: &mut Step<'_>,
+    ) -> Result<Vec<AuditRecord>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let st = Statements::prepare(&client, &self.sql).await?;
+        let open = OpenTx::new(client);
+        let tx = open.client()?;
+        // BEGIN, the locks and every read the decision needs go out in one round trip. The
+        // server runs a connection's statements in the order sent, and `try_join!` polls (and
+        // so sends) in the order written: no read runs before its lock is held. A lock is taken
+        // on the id even when no row has it yet, so two proposals of one operation id on two
+        // drafts still meet.
+        let draft_id = keys.draft.as_ref().map(DraftId::as_str);
+        let op_id = keys.operation.as_deref();
+        let ((), (), (), draft, operation) = tokio::try_join!(
+            tx.batch_execute(BEGIN),
+            async {
+                match draft_id {
+                    Some(id) => tx
+                        .execute(&st.lock_key, &[&DRAFT_LOCK, &id])
+                        .await
+                        .map(drop),
+                    None => Ok(()),
+                }
+            },
+            async {
+                match op_id {
+                    Some(id) => tx.execute(&st.lock_key, &[&OP_LOCK, &id]).await.map(drop),
+                    None => Ok(()),
+                }
+            },
+            async {
+                match draft_id {
+                    Some(id) => tx.query_opt(&st.draft, &[&id]).await,
+                    None => Ok(None),
+                }
+            },
+            async {
+                match (op_id, draft_id) {
+                    (Some(id), Some(draft)) => tx.query_opt(&st.op, &[&id, &draft]).await,
+                    _ => Ok(None),
+                }
+            },
+        )
+        .map_err(pg)?;
+        let draft = draft.as_ref().map(draft_row).transpose()?;
+        let operation = operation.as_ref().map(op_row).transpose()?;
+        let window = match (&draft, keys.rate) {
+            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+            _ => None,
+        };
+        let rate = match &window {
+            Some((tool, since)) => {
+                let count = [tool as &(dyn tokio_postgres::types::ToSql + Sync), since];
+                let ((), row) = tokio::try_join!(
+                    async {
+                        tx.execute(&st.lock_key, &[&TOOL_LOCK, tool])
+                            .await
+                            .map(drop)
+                    },
+                    tx.query_one(&st.rate, &count),
+                )
+                .map_err(pg)?;
+                RateWindow {
+                    count: u64::try_from(row.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
+                    oldest: row.try_get(1).map_err(pg)?,
+                }
+            }
+            None => RateWindow::default(),
+        };
+        let quota = match &keys.quota {
+            Some(q) => {
+                let principal = principal_to_row(&q.principal);
+                let qst = tenancy::Statements::prepare(tx, &self.sql.tenancy).await?;
+                let counts = tenancy::quota(tx, &qst, q, &principal).await?;
+                Some((q.since, principal, qst, counts))
+            }
+            None => None,
+        };
+        let (open_drafts, proposals) = quota
+            .as_ref()
+            .map_or((None, RateWindow::default()), |(_, _, _, counts)| *counts);
+        // Kept to tell a write that only moves the draft's state from one that changes its row.
+        let stored = draft.clone();
+        let mut commit: Commit = step(Snapshot {
+            draft,
+            operation,
+            rate,
+            open: open_drafts,
+            proposals,
+        });
+
+        // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
+        // A failure aborts the transaction, the COMMIT sent behind it then only rolls back, and
+        // the error is returned (and `open` discards the connection).
+        let chain: Vec<Unchained> = std::mem::take(&mut commit.audit)
+            .into_iter()
+            .map(Unchained::new)
+            .collect();
+        let bound = Bound::new(&commit, stored.as_ref());
+        let mut sent = Vec::new();
+        writes(
+            tx,
+            &st,
+            &bound,
+            window.as_ref().map(|(_, since)| since),
+            &mut sent,
+        );
+        let made = commit.proposal_event.as_ref().map(|(_, at)| at);
+        if let (Some(at), Some((since, principal, qst, _))) = (made, &quota) {
+            tenancy::count_proposal(tx, qst, principal, at, since, &mut sent);
+        }
+        seal_and_commit(tx, &st, &chain, &mut sent);
+        match ended(in_order(sent).await, !chain.is_empty()) {
+            Ended::Committed(appended) => {
+                open.committed();
+                sealed(&chain, &appended)
+            }
+            Ended::RolledBack(e) | Ended::Unknown(e) => Err(Error::StoreUnavailable(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl GateStore for PostgresStore {
+    async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
+        // A transition that counts a tool's runs reads a window that depends on its draft's
+        // action, known only after the read: it runs alone.
+        match &self.batches {
+            Some(batches) if keys.rate.is_none() => {
+                match batch::transact(batches, &self.pool, &self.sql, keys, step).await {
+                    batch::Outcome::Done(result) => result,
+                    batch::Outcome::Alone => self.transact_alone(keys, step).await,
+                }
+            }
+            _ => self.transact_alone(keys, step).await,
+        }
+    }
+
+    async fn draft(&self, id: &DraftId) -> Result<Option<Draft>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        self.get_draft(&client, id).await
+    }
+
+    async fn drafts(&self) -> Result<Vec<Draft>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT {DRAFT_COLUMNS} FROM {}.gate_drafts ORDER BY created_at, ord",
+            self.s
+        );
+        client
+            .query(&sql, &[])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(draft_row)
+            .collect()
+    }
+
+    async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT seq, revision, canonical, created_at FROM {}.gate_revisions
+             WHERE draft_id = $1 ORDER BY seq",
+            self.s
+        );
+        client
+            .query(&sql, &[&id.as_str()])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                Ok(RevisionRecord {
+                    draft_id: id.clone(),
+                    seq: u32::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
+                    revision: revision_from_row(&r.try_get::<_, String>(1).map_err(pg)?)?,
+                    canonical: r.try_get(2).map_err(pg)?,
+                    created_at: r.try_get(3).map_err(pg)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        self.get_op(&client, principal, id).await
+    }
+
+    async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        tenancy::list(&client, &self.sql.tenancy, principal, page).await
+    }
+
+    async fn purge(&self, states: &[&str], before: i64) -> Result<u64> {
+        let mut client = self.pool.get().await.map_err(pg)?;
+        tenancy::purge(&mut client, &self.sql.tenancy, states, before).await
+    }
+
+    async fn health(&self) -> Result<()> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!("SELECT 1 FROM {}.gate_audit WHERE seq < 0", self.s);
+        client.query(&sql, &[]).await.map_err(pg).map(drop)
+    }
+
+    async fn audit(&self) -> Result<Vec<AuditRecord>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "SELECT seq, digest, body FROM {}.gate_audit ORDER BY seq",
+            self.s
+        );
+        client
+            .query(&sql, &[])
+            .await
+            .map_err(pg)?
+            .iter()
+            .map(|r| {
+                Ok(AuditRecord {
+                    seq: u64::try_from(r.try_get::<_, i64>(0).map_err(pg)?).unwrap_or(0),
+                    digest: Digest::from_hex(&r.try_get::<_, String>(1).map_err(pg)?)
+                        .unwrap_or(Digest::from_bytes([0; 32])),
+                    body: r.try_get(2).map_err(pg)?,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sql::DURABLE;
+
+    /// The wait after each COMMIT must be a transaction PostgreSQL flushes at commit: one that
+    /// has a transaction id and has written WAL before its commit record. Checked inside a
+    /// transaction block, where both can be seen.
+    #[tokio::test]
+    async fn the_durability_wait_is_a_transaction_postgres_flushes() {
+        let Ok(url) = std::env::var("COUNTERSIGN_TEST_POSTGRES") else {
+            eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES not set");
+            return;
+        };
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client.batch_execute("BEGIN").await.expect("begin");
+        let wrote: Option<String> = client
+            .query_one(&format!("SELECT ({DURABLE})::text"), &[])
+            .await
+            .expect("durable")
+            .get(0);
+        let has_id: bool = client
+            .query_one("SELECT pg_current_xact_id_if_assigned() IS NOT NULL", &[])
+            .await
+            .expect("xid")
+            .get(0);
+        client.batch_execute("ROLLBACK").await.expect("rollback");
+        assert!(
+            wrote.is_some_and(|lsn| lsn.contains('/')),
+            "it writes a WAL record"
+        );
+        assert!(has_id, "it takes a transaction id");
+    }
+}
