@@ -90,6 +90,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(!flagged_name || entry.flags.any());
     });
     let text = m.to_string();
+    assert_eq!(m.text(), text, "the pre-sized text form is the displayed one");
     assert_eq!(text.matches('\n').count(), leaves + 1, "{text}");
     let size = manifest_size(&canonical, &hidden).expect("counted");
     assert_eq!(size, m.size());

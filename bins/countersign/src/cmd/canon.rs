@@ -137,7 +137,7 @@ pub(crate) fn manifest(_ctx: &Ctx, args: ManifestArgs) -> Result<Report, Failure
     ManifestLimits::DEFAULT
         .check(&manifest.size())
         .map_err(invalid)?;
-    Ok(Report::text(manifest.to_string(), manifest.to_json()))
+    Ok(Report::text(manifest.text(), manifest.to_json()))
 }
 
 /// Reads one byte more than the parser accepts, so an oversized input is refused as `TOO_LARGE`

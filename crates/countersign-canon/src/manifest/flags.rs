@@ -94,6 +94,19 @@ impl Flags {
     }
 }
 
+#[cfg(test)]
+impl From<Flag> for Flags {
+    fn from(flag: Flag) -> Flags {
+        Flags(flag.0)
+    }
+}
+
+#[cfg(test)]
+impl Flags {
+    /// `mixed-script` alone.
+    pub(crate) const MIXED_SCRIPT_ONLY: Flags = Flags(MIXED_SCRIPT.0);
+}
+
 /// Bidi_Control: the characters that reorder the text around them.
 fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
@@ -139,7 +152,7 @@ pub(crate) fn is_default_ignorable(c: char) -> bool {
 /// Letters and punctuation of the scripts most text is written in, every one of them assigned,
 /// visible and in no flagged class: the test below holds these ranges against the full lookup,
 /// which they skip.
-fn surely_visible(c: char) -> bool {
+const fn surely_visible(c: char) -> bool {
     matches!(c,
         '\u{00A1}'..='\u{00AC}'
         | '\u{00AE}'..='\u{024F}'
@@ -157,8 +170,10 @@ fn surely_visible(c: char) -> bool {
         | '\u{FF01}'..='\u{FF5E}')
 }
 
-/// The flag of one character, `None` when a person sees it as it is.
-fn flag_of(c: char, place: Place) -> Option<Flag> {
+/// The flag of one character, `None` when a person sees it as it is: the definition the scans
+/// are tested against.
+#[cfg(test)]
+pub(crate) fn flag_of(c: char, place: Place) -> Option<Flag> {
     if surely_visible(c) {
         return None;
     }
@@ -200,22 +215,76 @@ fn looked_up_flag(c: char, place: Place) -> Option<Flag> {
     }
 }
 
+/// Whether the eight bytes of `word` are printable ASCII (and, when `lf`, line feeds).
+#[inline(always)]
+fn word_plain(word: u64, lf: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Any byte at 0x80 or above, below 0x20, or equal to 0x7F (each test exact as a yes or no).
+    let delete = word ^ (ONES * 0x7F);
+    let bad = (word & HIGH)
+        | (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
+        | (delete.wrapping_sub(ONES) & !delete & HIGH);
+    bad == 0
+        || (lf
+            && word
+                .to_le_bytes()
+                .iter()
+                .all(|c| c.wrapping_sub(0x20) < 0x5F || *c == b'\n'))
+}
+
 /// Whether `text` is printable ASCII (and, in a value, line feeds), which no flag can touch.
-/// Tested in blocks without early exit so the loop vectorizes; most text is plain.
+/// Tested eight bytes at a time; a text that is not a whole number of words has its last eight
+/// bytes tested again (overlapping the words before), a shorter one is put together from
+/// overlapping pieces of itself, so no byte is copied through memory. Most text is plain and
+/// most of it short (member names), so the test is cheap for a few bytes as well as for many.
 fn plain(text: &str, place: Place) -> bool {
     let lf = place == Place::Value;
-    let ok = |c: &u8| c.wrapping_sub(0x20) < 0x5F || (lf && *c == b'\n');
-    let mut blocks = text.as_bytes().chunks_exact(16);
-    let whole = blocks
-        .by_ref()
-        .all(|block| block.iter().fold(true, |all, c| all & ok(c)));
-    whole && blocks.remainder().iter().all(ok)
+    let bytes = text.as_bytes();
+    let len = bytes.len();
+    let u32_at = |i: usize| {
+        bytes
+            .get(i..i + 4)
+            .and_then(|b| <[u8; 4]>::try_from(b).ok())
+            .map_or(0, |b| u64::from(u32::from_le_bytes(b)))
+    };
+    let u64_at = |i: usize| {
+        bytes
+            .get(i..i + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    match len {
+        0 => true,
+        1..=3 => {
+            // First, middle and last byte, padded with plain `a`s.
+            let word = u64::from_le_bytes([
+                bytes[0],
+                bytes[len / 2],
+                bytes[len - 1],
+                b'a',
+                b'a',
+                b'a',
+                b'a',
+                b'a',
+            ]);
+            word_plain(word, lf)
+        }
+        4..=7 => word_plain(u32_at(0) | u32_at(len - 4) << 32, lf),
+        _ => {
+            let mut words = bytes.chunks_exact(8);
+            let whole = words.by_ref().all(|w| {
+                <[u8; 8]>::try_from(w).is_ok_and(|w| word_plain(u64::from_le_bytes(w), lf))
+            });
+            whole && (words.remainder().is_empty() || word_plain(u64_at(len - 8), lf))
+        }
+    }
 }
 
 /// Whether some word of `text` mixes scripts beyond UTS #39's Highly Restrictive level (Latin
 /// with Cyrillic, say). A word is a run of characters UTS #39 allows in identifiers, so
 /// "Hello мир" is two single-script words while "pаypal" with a Cyrillic `а` is one mixed word.
-fn mixes_scripts(text: &str) -> bool {
+pub(crate) fn mixes_scripts(text: &str) -> bool {
     if one_script(text) {
         return false;
     }
@@ -234,7 +303,7 @@ const JAPANESE: u8 = 1 << 3;
 const NEUTRAL: u8 = 0;
 
 /// The class of `c`, `None` when it is in none (the full check decides then).
-fn script_class(c: char) -> Option<u8> {
+const fn script_class(c: char) -> Option<u8> {
     Some(match c {
         'a'..='z' | 'A'..='Z' | '\u{00C0}'..='\u{024F}' | '\u{1E00}'..='\u{1EFF}' => LATIN,
         '\0'..='\u{7F}' | '\u{2010}'..='\u{2027}' | '\u{2030}'..='\u{205E}' => NEUTRAL,
@@ -257,23 +326,118 @@ fn one_script(text: &str) -> bool {
             None => return false,
         }
     }
+    one_script_classes(seen)
+}
+
+// What [`char_info`] says of a character, in one byte: whether no flag can touch it
+// ([`VISIBLE`]), and its script class in the low bits, [`UNCLASSED`] when it is in none.
+
+/// Printable ASCII or [`surely_visible`]: no flag can touch it.
+const VISIBLE: u8 = 1 << 7;
+/// In no script class: a text holding it needs the per-word script check.
+const UNCLASSED: u8 = 1 << 4;
+
+/// Whether `c` is visible by [`surely_visible`] or as printable ASCII, and its
+/// [`script_class`], in one byte: the definition [`char_info`] stands for.
+const fn char_info_slow(c: char) -> u8 {
+    let visible = if surely_visible(c) || matches!(c, ' '..='~') {
+        VISIBLE
+    } else {
+        0
+    };
+    let class = match script_class(c) {
+        Some(class) => class,
+        None => UNCLASSED,
+    };
+    visible | class
+}
+
+/// Blocks of sixteen characters of the Basic Multilingual Plane whose characters differ in
+/// [`char_info_slow`] at most (the others share one byte).
+const MAX_MIXED: usize = 256;
+
+/// [`char_info_slow`] of every character of the Basic Multilingual Plane in two loads: for
+/// each block of sixteen, the byte its characters share, or `0x100 +` the index of its own
+/// row in `mixed`.
+struct Table {
+    blocks: [u16; 4096],
+    mixed: [[u8; 16]; MAX_MIXED],
+}
+
+static TABLE: Table = {
+    let mut table = Table {
+        blocks: [0; 4096],
+        mixed: [[0; 16]; MAX_MIXED],
+    };
+    let mut used = 0;
+    let mut block = 0;
+    while block < 4096 {
+        let mut row = [0u8; 16];
+        let mut uniform = true;
+        let mut i = 0;
+        while i < 16 {
+            // A surrogate is no character: its info is never read, so it takes its
+            // neighbours' (its block's first) to keep the block uniform.
+            row[i] = match char::from_u32((block * 16 + i) as u32) {
+                Some(c) => char_info_slow(c),
+                None => row[0],
+            };
+            uniform &= row[i] == row[0];
+            i += 1;
+        }
+        if uniform {
+            table.blocks[block] = row[0] as u16;
+        } else {
+            assert!(used < MAX_MIXED, "more mixed blocks than the table holds");
+            table.mixed[used] = row;
+            table.blocks[block] = 0x100 + used as u16;
+            used += 1;
+        }
+        block += 1;
+    }
+    table
+};
+
+/// [`char_info_slow`], from [`TABLE`] for the Basic Multilingual Plane.
+#[inline]
+fn char_info(c: char) -> u8 {
+    let code = c as usize;
+    match TABLE.blocks.get(code >> 4) {
+        Some(&entry) if entry < 0x100 => entry as u8,
+        Some(&entry) => TABLE
+            .mixed
+            .get(usize::from(entry - 0x100))
+            .map_or_else(|| char_info_slow(c), |row| row[code & 15]),
+        None => char_info_slow(c),
+    }
+}
+
+/// Whether the script classes `seen` (every class met, and [`UNCLASSED`] if a character was in
+/// none) are those of a text no word of which can mix beyond Highly Restrictive.
+fn one_script_classes(seen: u8) -> bool {
     matches!(seen, 0 | LATIN | CYRILLIC | GREEK | JAPANESE) || seen == LATIN | JAPANESE
 }
 
 /// The flags of `text`, calling `on_flagged` with the byte offset of each character that must
-/// be shown escaped.
+/// be shown escaped. One pass over the characters finds both the flagged ones and the script
+/// classes, which spare [`mixes_scripts`] its per-word lookups for most text.
 fn scan(text: &str, place: Place, mut on_flagged: impl FnMut(usize, char)) -> Flags {
     let mut flags = Flags::default();
     if plain(text, place) {
         return flags;
     }
+    let mut seen = 0;
     for (i, c) in text.char_indices() {
-        if let Some(flag) = flag_of(c, place) {
+        let info = char_info(c);
+        if info & VISIBLE == 0
+            && let Some(flag) = looked_up_flag(c, place)
+        {
             flags.set(flag);
             on_flagged(i, c);
         }
+        seen |= info & !VISIBLE;
     }
-    if mixes_scripts(text) {
+    if !one_script_classes(seen) && mixes_scripts(text) {
         flags.set(MIXED_SCRIPT);
     }
     flags
@@ -285,17 +449,56 @@ pub(crate) fn flags_of(text: &str, place: Place) -> Flags {
 }
 
 /// The length of `\u{…}` for `c`.
+#[cfg(test)]
 fn escape_len(c: char) -> usize {
     let bits = 32 - u32::from(c).leading_zeros().min(28);
     // One hex digit per started nibble, at least one, plus `\u{` and `}`.
     (bits as usize).div_ceil(4).max(1) + 4
 }
 
-/// The length of `text` as shown, and its flags, without building it.
+/// The length of `text` as shown, and its flags, without building it (the old walk's way,
+/// kept for the tests).
+#[cfg(test)]
 pub(crate) fn shown_len(text: &str, place: Place) -> (usize, Flags) {
     let mut len = text.len();
     let flags = scan(text, place, |_, c| len += escape_len(c) - c.len_utf8());
     (len, flags)
+}
+
+/// Appends `\u{…}` for `c` (lowercase hex) to `out`.
+fn push_escape(c: char, out: &mut String) {
+    // Writing into a String cannot fail.
+    let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+}
+
+/// Appends `text` as shown to `out` and returns its flags: one scan for both.
+pub(crate) fn show_onto(text: &str, place: Place, out: &mut String) -> Flags {
+    let mut start = 0;
+    let flags = scan(text, place, |i, c| {
+        out.push_str(&text[start..i]);
+        start = i + c.len_utf8();
+        push_escape(c, out);
+    });
+    out.push_str(&text[start..]);
+    flags
+}
+
+/// `text` as shown and its flags, from one scan: `text` itself when nothing in it is escaped,
+/// else the shown form written into `buf`.
+pub(crate) fn shown_in<'t>(text: &'t str, place: Place, buf: &'t mut String) -> (&'t str, Flags) {
+    buf.clear();
+    let mut start = 0;
+    let flags = scan(text, place, |i, c| {
+        buf.push_str(&text[start..i]);
+        start = i + c.len_utf8();
+        push_escape(c, buf);
+    });
+    if start == 0 {
+        (text, flags)
+    } else {
+        buf.push_str(&text[start..]);
+        (buf.as_str(), flags)
+    }
 }
 
 /// `text` with every flagged character written as `\u{…}` (lowercase hex), and its flags.
@@ -361,6 +564,43 @@ mod tests {
                     assert_eq!(shown, reference(&text, place), "{text:?}");
                     assert_eq!(flags_of(&text, place), flags, "{text:?}");
                     assert_eq!(shown_len(&text, place), (shown.len(), flags), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn plain_agrees_with_a_byte_by_byte_test() {
+        let by_byte = |text: &str, place: Place| {
+            text.bytes()
+                .all(|c| (0x20..0x7F).contains(&c) || (place == Place::Value && c == b'\n'))
+        };
+        let specials: Vec<String> = (0u8..0x80)
+            .map(|b| char::from(b).to_string())
+            .chain(["é", "\u{85}", "\u{200b}", "\u{e0041}"].map(str::to_owned))
+            .collect();
+        for len in 0..=26 {
+            for at in 0..len {
+                for special in &specials {
+                    let text = format!("{}{special}{}", "a".repeat(at), "b".repeat(len - at - 1));
+                    for place in [Place::Value, Place::Name] {
+                        assert_eq!(plain(&text, place), by_byte(&text, place), "{text:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_block_table_agrees_with_the_definition() {
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            assert_eq!(char_info(c), char_info_slow(c), "U+{:04X}", u32::from(c));
+        }
+        // What the table calls visible needs no lookup, in either place.
+        for c in (0..=0x10FFFF_u32).filter_map(char::from_u32) {
+            if char_info(c) & VISIBLE != 0 {
+                for place in [Place::Value, Place::Name] {
+                    assert_eq!(looked_up_flag(c, place), None, "U+{:04X}", u32::from(c));
                 }
             }
         }

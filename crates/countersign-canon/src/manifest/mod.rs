@@ -7,17 +7,22 @@
 //! otherwise print lines that are not there.
 //!
 //! The manifest is rendered from the canonical bytes each time it is read, never stored leaf by
-//! leaf: its size is the size of those bytes, and [`ManifestSize`] tells what showing it would
-//! cost before anything is shown.
+//! leaf: its size is the size of those bytes (plus one bit per name and string, noting which
+//! need no second look), and [`ManifestSize`] tells what showing it would cost before anything
+//! is shown. The text form is written line by line into any [`fmt::Write`]
+//! ([`Manifest::write_text`]), or into one string allocated at its counted size
+//! ([`Manifest::text`]).
 
 mod flags;
+#[cfg(test)]
+mod reference;
 mod walk;
 
 use std::borrow::Cow;
 use std::fmt;
 
 pub use self::flags::{Flags, show_escaped};
-use self::flags::{Place, shown_len};
+use self::walk::Scans;
 use crate::digest::Revision;
 use crate::error::{Error, ErrorCode};
 use crate::value::Value;
@@ -45,12 +50,14 @@ pub struct Entry<'e> {
     /// Marked hidden by policy: stored, hashed and shown to the approver, kept from public
     /// output.
     pub hidden: bool,
+    /// The value as shown, worked out once by the walk.
+    shown_value: &'e str,
 }
 
 impl<'e> Entry<'e> {
     /// The canonical JSON as shown, flagged characters escaped.
     pub fn shown(&self) -> Cow<'e, str> {
-        flags::show(self.value, Place::Value).0
+        Cow::Borrowed(self.shown_value)
     }
 
     /// The pointer as the text form prints it: `(root)` for the whole value.
@@ -76,11 +83,28 @@ impl<'e> Entry<'e> {
     /// # Errors
     /// When `out` fails.
     pub fn write_line(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+        self.write_line_to(out)
+    }
+
+    /// [`Entry::write_line`] for any writer, without dynamic calls.
+    fn write_line_to<W: fmt::Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
         out.write_str(self.shown_pointer_or_root())?;
-        out.write_str("  ")?;
-        out.write_str(self.kind)?;
-        out.write_str("  ")?;
-        out.write_str(&self.shown())?;
+        // The type between its two separators in one write: lines are short, and a write
+        // costs about as much as the bytes it copies.
+        match self.kind {
+            "null" => out.write_str("  null  ")?,
+            "boolean" => out.write_str("  boolean  ")?,
+            "number" => out.write_str("  number  ")?,
+            "string" => out.write_str("  string  ")?,
+            "array" => out.write_str("  array  ")?,
+            "object" => out.write_str("  object  ")?,
+            kind => {
+                out.write_str("  ")?;
+                out.write_str(kind)?;
+                out.write_str("  ")?;
+            }
+        }
+        out.write_str(self.shown_value)?;
         if self.flags.any() {
             out.write_str("  [")?;
             for (i, name) in self.flags.names().enumerate() {
@@ -103,7 +127,7 @@ impl<'e> Entry<'e> {
             + 2
             + self.kind.len()
             + 2
-            + shown_len(self.value, Place::Value).0
+            + self.shown_value.len()
             + self.flags.shown_len()
             + if self.hidden { HIDDEN_MARK.len() } else { 0 }
     }
@@ -118,7 +142,7 @@ impl<'e> Entry<'e> {
         }
         map.insert("type".into(), self.kind.into());
         map.insert("value".into(), self.value.into());
-        map.insert("shown".into(), self.shown().into_owned().into());
+        map.insert("shown".into(), self.shown_value.into());
         map.insert(
             "flags".into(),
             serde_json::Value::Array(self.flags.names().map(Into::into).collect()),
@@ -186,11 +210,21 @@ impl Default for ManifestLimits {
 /// # Errors
 /// The parser's, when `canonical` is not JSON.
 pub fn manifest_size(canonical: &[u8], hidden: &[String]) -> Result<ManifestSize, Error> {
+    let text = std::str::from_utf8(canonical).map_err(|e| crate::parse::not_utf8(&e))?;
+    size_of_text(text, hidden, Scans::Scan)
+}
+
+/// [`manifest_size`] of bytes known to be UTF-8, noting what `scans` asks.
+fn size_of_text(
+    canonical: &str,
+    hidden: &[String],
+    scans: Scans<'_>,
+) -> Result<ManifestSize, Error> {
     let mut size = ManifestSize {
         text_bytes: REVISION_LINE,
         ..ManifestSize::default()
     };
-    walk::walk(canonical, hidden, |entry| {
+    walk::walk_text(canonical, hidden, scans, |entry: &Entry<'_>| {
         size.leaves += 1;
         size.text_bytes += entry.line_len() + 1;
         size.flagged |= entry.flags.any();
@@ -203,9 +237,13 @@ pub fn manifest_size(canonical: &[u8], hidden: &[String]) -> Result<ManifestSize
 pub struct Manifest {
     /// `digest("countersign/v1/revision", canonical bytes)`.
     pub revision: Revision,
-    canonical: Vec<u8>,
+    /// The canonical bytes, checked to be UTF-8 once, when the manifest was made.
+    canonical: String,
     hidden: Vec<String>,
     size: ManifestSize,
+    /// Which names and strings hold nothing to flag, one bit each in walk order (see
+    /// [`Scans`]): at most one bit per two bytes of `canonical`.
+    clean: Vec<u64>,
 }
 
 impl Manifest {
@@ -230,12 +268,16 @@ impl Manifest {
         revision: Revision,
         hidden: Vec<String>,
     ) -> Result<Manifest, Error> {
-        let size = manifest_size(&canonical, &hidden)?;
+        let canonical =
+            String::from_utf8(canonical).map_err(|e| crate::parse::not_utf8(&e.utf8_error()))?;
+        let mut clean = Vec::new();
+        let size = size_of_text(&canonical, &hidden, Scans::Record(&mut clean))?;
         Ok(Manifest {
             revision,
             canonical,
             hidden,
             size,
+            clean,
         })
     }
 
@@ -252,21 +294,47 @@ impl Manifest {
     /// Calls `visit` with every leaf, in canonical order.
     pub fn for_each(&self, visit: impl FnMut(&Entry<'_>)) {
         // The bytes were walked without error when the manifest was made.
-        let _ = walk::walk(&self.canonical, &self.hidden, visit);
+        let _ = walk::walk_text(
+            &self.canonical,
+            &self.hidden,
+            Scans::Reuse(&self.clean),
+            visit,
+        );
     }
 
-    /// The leaves' lines of the text form (without the revision line).
+    /// The leaves' lines of the text form (without the revision line), written as the walk
+    /// meets them: nothing but `out` grows with the manifest.
     ///
     /// # Errors
     /// When `out` fails.
-    pub fn write_lines(&self, out: &mut dyn fmt::Write) -> fmt::Result {
+    pub fn write_lines<W: fmt::Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
         let mut result = Ok(());
         self.for_each(|entry| {
             if result.is_ok() {
-                result = entry.write_line(out).and_then(|()| out.write_char('\n'));
+                result = entry.write_line_to(out).and_then(|()| out.write_char('\n'));
             }
         });
         result
+    }
+
+    /// The whole text form (as [`fmt::Display`] writes it), streamed into `out` line by line.
+    ///
+    /// # Errors
+    /// When `out` fails.
+    pub fn write_text<W: fmt::Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
+        self.write_lines(out)?;
+        out.write_str("revision ")?;
+        out.write_str(&self.revision.to_hex())?;
+        out.write_char('\n')
+    }
+
+    /// The text form as one string, allocated once at its counted size (`to_string` would
+    /// grow it by doubling, holding up to twice its bytes at the last copy).
+    pub fn text(&self) -> String {
+        let mut text = String::with_capacity(self.size.text_bytes);
+        // Writing into a String cannot fail.
+        let _ = self.write_text(&mut text);
+        text
     }
 
     /// The entries as a JSON array (the `manifest` member of MCP results).
@@ -288,8 +356,7 @@ impl Manifest {
 impl fmt::Display for Manifest {
     /// One line per leaf (see [`Entry::line`]), then `revision HEX`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.write_lines(f)?;
-        writeln!(f, "revision {}", self.revision)
+        self.write_text(f)
     }
 }
 
@@ -298,11 +365,256 @@ pub fn manifest(v: &Value, hidden: &[&str]) -> Manifest {
     let canonical = v.to_canonical_bytes();
     let hidden: Vec<String> = hidden.iter().map(|h| (*h).to_owned()).collect();
     let revision = Revision::of_canonical(&canonical);
-    let size = manifest_size(&canonical, &hidden).unwrap_or_default();
+    // The writer writes UTF-8 only: strings as they are held, the rest ASCII.
+    let canonical = String::from_utf8(canonical)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let mut clean = Vec::new();
+    let size = size_of_text(&canonical, &hidden, Scans::Record(&mut clean)).unwrap_or_default();
     Manifest {
         revision,
         canonical,
         hidden,
         size,
+        clean,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::reference::{self, Row};
+    use super::*;
+    use crate::{Limits, Profile, canonicalize};
+
+    /// What the walk visits, owned, in the reference's shape.
+    fn rows(m: &Manifest) -> Vec<Row> {
+        let mut rows = Vec::new();
+        m.for_each(|e| {
+            rows.push(Row {
+                pointer: e.pointer.to_owned(),
+                shown_pointer: e.shown_pointer.to_owned(),
+                kind: e.kind,
+                value: e.value.to_owned(),
+                shown: e.shown().into_owned(),
+                flags: e.flags,
+                hidden: e.hidden,
+                line: e.line(),
+                line_len: e.line_len(),
+            });
+        });
+        rows
+    }
+
+    /// The manifest of `bytes` under `hidden` renders, counts and visits exactly as the old
+    /// walk did, through every way of writing it.
+    fn agrees(bytes: &[u8], hidden: &[String]) {
+        let old = reference::rows(bytes, hidden);
+        let new = Manifest::new(bytes.to_vec(), hidden.to_vec());
+        let (old, m) = match (old, new) {
+            (Ok(old), Ok(m)) => (old, m),
+            (Err(a), Err(b)) => {
+                assert_eq!(a.code(), b.code());
+                return;
+            }
+            (a, b) => panic!("{:?}: old {a:?}, new {b:?}", String::from_utf8_lossy(bytes)),
+        };
+        let text = reference::text(&old, &m.revision);
+        let what = String::from_utf8_lossy(bytes);
+        assert_eq!(m.text(), text, "{what}");
+        assert_eq!(m.to_string(), text, "{what}");
+        let mut streamed = String::new();
+        m.write_text(&mut streamed).expect("string");
+        assert_eq!(streamed, text, "{what}");
+        let mut lines = String::new();
+        m.write_lines(&mut lines as &mut dyn fmt::Write)
+            .expect("string");
+        assert_eq!(format!("{lines}revision {}\n", m.revision), text);
+        assert_eq!(rows(&m), old, "{what}");
+        let size = ManifestSize {
+            leaves: old.len(),
+            text_bytes: text.len(),
+            flagged: old.iter().any(|r| r.flags.any()),
+        };
+        assert_eq!(m.size(), size, "{what}");
+        assert_eq!(manifest_size(bytes, hidden).expect("walks"), size, "{what}");
+    }
+
+    /// Every hiding the tests try on one input: none, the whole value, and a few pointers.
+    fn hidings() -> Vec<Vec<String>> {
+        let h = |p: &[&str]| p.iter().map(|s| (*s).to_owned()).collect();
+        vec![
+            h(&[]),
+            h(&[""]),
+            h(&["/a"]),
+            h(&["/0", "/a/b"]),
+            h(&["/k~1x", "/1"]),
+        ]
+    }
+
+    const SPECIALS: [&str; 24] = [
+        "\n",
+        "\t",
+        "\r",
+        "\u{0}",
+        "\u{1f}",
+        "\u{7f}",
+        "\u{85}",
+        "\u{a0}",
+        "\u{ad}",
+        "\u{200b}",
+        "\u{202e}",
+        "\u{2028}",
+        "\u{2029}",
+        "\u{fe0f}",
+        "\u{e0041}",
+        "\u{e000}",
+        "\u{378}",
+        "\u{3164}",
+        "а",
+        "é",
+        "\"",
+        "\\",
+        "~",
+        "/",
+    ];
+
+    #[test]
+    fn the_new_walk_renders_what_the_old_one_did_over_a_corpus() {
+        let mut corpus: Vec<String> = [
+            "null",
+            "true",
+            "42",
+            "-1.5e-7",
+            r#""""#,
+            "[]",
+            "{}",
+            r#"{"a":[]}"#,
+            r#"{"a":{},"b":[[],{}]}"#,
+            r#"[1,[2,[3,[]]],{"x":null}]"#,
+            r#"{"":1,"/":2,"~":3,"k/x":{"b":4},"k~1x":5,"a":{"b":[true,false]}}"#,
+            // Not canonical: escapes to decode and write again, spacing, an unsorted object.
+            r#"{ "b" : "\u0041\n\t\"\\\/" , "a" : [ 1 , 2.50 ] }"#,
+            r#"["\ud83d\ude00","\u00e9","e\u0301"]"#,
+            "{\"a\":\"Hello мир pаypal 東京 Tokyo\"}",
+            // Not JSON: both walks refuse it the same way.
+            "[1,",
+            r#"{"a":1,"a":2}"#,
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        for special in SPECIALS {
+            let quoted = serde_json::to_string(special).expect("json");
+            let inner = &quoted[1..quoted.len() - 1];
+            corpus.push(format!(r#"{{"a":"x{inner}y","n{inner}":[1,"{inner}"]}}"#));
+            corpus.push(format!(
+                r#"{{"{inner}":{{"b":{{"{inner}{inner}":"{inner}"}}}}}}"#
+            ));
+            corpus.push(format!(
+                r#"["{inner}",{{"{inner}":[]}},{{"a":{{"{inner}":{{}}}}}}]"#
+            ));
+        }
+        // Long runs around the scanners' sixteen- and eight-byte steps.
+        for len in [7, 8, 9, 15, 16, 17, 31, 33] {
+            let run = "x".repeat(len);
+            corpus.push(format!(r#"{{"{run}":"{run}é{run}","b":"{run}\u200b"}}"#));
+        }
+        for text in &corpus {
+            for hidden in hidings() {
+                agrees(text.as_bytes(), &hidden);
+                if let Ok(canonical) =
+                    canonicalize(text.as_bytes(), Profile::CountersignV1, &Limits::default())
+                {
+                    agrees(&canonical, &hidden);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_new_walk_renders_the_benchmark_shapes_as_the_old_one_did() {
+        let mut records = String::from("[");
+        for i in 0..300 {
+            if i > 0 {
+                records.push(',');
+            }
+            records.push_str(&format!(
+                r#"{{"id":{i},"sku":"SKU-{i:06}","price":{}.{:02},"tags":["a","b{}"],"active":{}}}"#,
+                i % 997,
+                i % 100,
+                i % 13,
+                i % 2 == 0
+            ));
+        }
+        records.push(']');
+        let prose = r#"{"section_01":{"text":"Le comité a approuvé la décision ; Grüße aus Köln. 新しい規約は来月から適用されます。Πρόκειται για μια αλλαγή. Отчёт будет опубликован.","words":12,"draft":false}}"#;
+        for text in [records.as_str(), prose] {
+            let canonical =
+                canonicalize(text.as_bytes(), Profile::CountersignV1, &Limits::default())
+                    .expect("json");
+            for hidden in hidings() {
+                agrees(&canonical, &hidden);
+            }
+        }
+    }
+
+    /// Text drawn mostly from the characters the flags and escapes are about.
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            3 => "[a-z0-9 ]{0,20}",
+            2 => prop::sample::select(SPECIALS.to_vec()).prop_map(str::to_owned),
+            1 => "\\PC{0,6}",
+            1 => any::<char>().prop_map(String::from),
+        ];
+        prop::collection::vec(piece, 0..6).prop_map(|p| p.concat())
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value as J;
+        let leaf = prop_oneof![
+            Just(J::Null),
+            any::<bool>().prop_map(J::Bool),
+            (-1_000_000i64..1_000_000).prop_map(J::from),
+            (-1e6f64..1e6).prop_map(J::from),
+            text().prop_map(J::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(J::Array),
+                prop::collection::vec((text(), inner), 0..5)
+                    .prop_map(|members| J::Object(members.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_new_walk_renders_what_the_old_one_did(
+            v in json(),
+            pick in any::<prop::sample::Index>(),
+        ) {
+            let text = serde_json::to_string(&v).expect("json");
+            // Hide one of the value's own pointers, so hidden leaves and containers both occur.
+            let mut pointers = Vec::new();
+            if let Ok(rows) = reference::rows(text.as_bytes(), &[]) {
+                pointers.extend(rows.into_iter().map(|r| r.pointer));
+            }
+            let hidden: Vec<String> = if pointers.is_empty() {
+                Vec::new()
+            } else {
+                let p = pick.get(&pointers).clone();
+                let parent = p.rfind('/').map(|i| p[..i].to_owned()).unwrap_or_default();
+                vec![p, parent]
+            };
+            for hidden in [Vec::new(), hidden] {
+                agrees(text.as_bytes(), &hidden);
+                if let Ok(canonical) =
+                    canonicalize(text.as_bytes(), Profile::CountersignV1, &Limits::default())
+                {
+                    agrees(&canonical, &hidden);
+                }
+            }
+        }
     }
 }

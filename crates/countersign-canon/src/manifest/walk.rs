@@ -4,12 +4,22 @@
 //! ten-thousand-character name are two hundred million bytes of pointers. Here one pointer
 //! buffer (and its shown twin) grows and shrinks with the walk, so a leaf costs only its own
 //! token, and nothing outlives the visit of the leaf.
+//!
+//! Each token is looked at once: a name is escaped (RFC 6901) and shown in one step, a string
+//! value's flags and shown form come from one scan of its literal as it stands in the canonical
+//! bytes, and a number or literal is shown as it is, unscanned. The shown pointer is kept apart
+//! only below a name whose shown form differs; everywhere else it is the pointer itself.
+//!
+//! A manifest is walked once when it is made (to count it) and again for each showing. The
+//! first walk notes, one bit per name and string, which of them hold nothing to flag
+//! ([`Scans`]), so the later walks show those as they are without looking at their characters
+//! again.
 
 use std::borrow::Cow;
 
 use crate::manifest::Entry;
-use crate::manifest::flags::{Flags, Place, show};
-use crate::parse::{Sink, run};
+use crate::manifest::flags::{Flags, Place, flags_of, show_onto, shown_in};
+use crate::parse::{Sink, run_again, run_text};
 use crate::value::escape_token;
 use crate::write::write_string;
 use crate::{Limits, Profile};
@@ -22,39 +32,85 @@ struct Frame {
     /// Lengths of the pointer and shown pointer at the container itself.
     pointer_len: usize,
     shown_len: usize,
+    /// Whether the shown pointer differs from the pointer at the container.
+    twin: bool,
     /// Flags of the names on the way to the container.
     flags: Flags,
     hidden: bool,
 }
 
+/// What a walk learns or knows of the names and strings it meets, in the order it meets them:
+/// bit `i` of the `i`-th says it holds nothing to flag (so nothing to escape).
+pub(crate) enum Scans<'s> {
+    /// Look at every token, noting nothing.
+    Scan,
+    /// Look at every token and note which are clean.
+    Record(&'s mut Vec<u64>),
+    /// Skip the tokens an earlier walk of the same bytes (which succeeded) noted as clean.
+    Reuse(&'s [u64]),
+}
+
+impl Scans<'_> {
+    /// Notes whether token `i`, just looked at, holds nothing to flag.
+    #[inline]
+    fn record(&mut self, i: usize, flags: Flags) {
+        if let Scans::Record(bits) = self {
+            if bits.len() <= i / 64 {
+                bits.push(0);
+            }
+            if !flags.any()
+                && let Some(w) = bits.get_mut(i / 64)
+            {
+                *w |= 1 << (i % 64);
+            }
+        }
+    }
+}
+
 /// What the walk keeps between events.
 struct Walker<'h, F> {
     pointer: String,
+    /// The pointer as shown, when [`Walker::twin`] says it differs from [`Walker::pointer`].
     shown_pointer: String,
+    twin: bool,
+    /// A name's token as shown, while it is judged.
+    token: String,
     /// Flags of the names on the pointer as it stands (the container's plus the member's).
     flags: Flags,
     frames: Vec<Frame>,
     hidden: &'h [String],
-    scratch: Vec<u8>,
+    /// The canonical JSON of a string that held escapes, written again.
+    json: Vec<u8>,
+    /// A value's shown form, when something in it is escaped.
+    shown: String,
+    scans: Scans<'h>,
+    /// Names and strings met so far.
+    tokens: usize,
     visit: F,
 }
 
-/// Calls `visit` with every leaf of `canonical`, in order.
+/// Calls `visit` with every leaf of `canonical` (bytes already known to be UTF-8), in order.
 ///
 /// # Errors
 /// The parser's, when `canonical` is not JSON.
-pub(crate) fn walk(
-    canonical: &[u8],
-    hidden: &[String],
+pub(crate) fn walk_text<'h>(
+    canonical: &str,
+    hidden: &'h [String],
+    scans: Scans<'h>,
     visit: impl FnMut(&Entry<'_>),
 ) -> Result<(), crate::Error> {
     let mut walker = Walker {
         pointer: String::new(),
         shown_pointer: String::new(),
+        twin: false,
+        token: String::new(),
         flags: Flags::default(),
         frames: Vec::new(),
         hidden,
-        scratch: Vec::new(),
+        json: Vec::new(),
+        shown: String::new(),
+        scans,
+        tokens: 0,
         visit,
     };
     // The bytes are canonical (the caller's promise): NFC is already done, names are already
@@ -63,19 +119,55 @@ pub(crate) fn walk(
         max_depth: usize::MAX,
         max_size: usize::MAX,
     };
-    run(canonical, Profile::Jcs, &limits, &mut walker)
+    if matches!(walker.scans, Scans::Reuse(_)) {
+        // Walked before without error: the numbers' ranges need no second look.
+        run_again(canonical, Profile::Jcs, &limits, &mut walker)
+    } else {
+        run_text(canonical, Profile::Jcs, &limits, &mut walker)
+    }
+}
+
+/// Appends the decimal digits of `n`.
+fn push_index(n: usize, out: &mut String) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
+    /// Counts the name or string now met; whether an earlier walk noted it clean.
+    #[inline]
+    fn next_token(&mut self) -> (usize, bool) {
+        let i = self.tokens;
+        self.tokens += 1;
+        let clean = match &self.scans {
+            Scans::Reuse(bits) => bits.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1),
+            Scans::Scan | Scans::Record(_) => false,
+        };
+        (i, clean)
+    }
+
     /// Positions the pointer on the next array element, if the innermost container is an array.
     fn element(&mut self) {
         if let Some(frame) = self.frames.last_mut().filter(|f| f.array) {
             self.pointer.truncate(frame.pointer_len);
-            self.shown_pointer.truncate(frame.shown_len);
-            // Writing into a String cannot fail.
-            let _ = std::fmt::Write::write_fmt(&mut self.pointer, format_args!("/{}", frame.count));
-            let index = &self.pointer[frame.pointer_len..];
-            self.shown_pointer.push_str(index);
+            self.pointer.push('/');
+            push_index(frame.count, &mut self.pointer);
+            self.twin = frame.twin;
+            if self.twin {
+                self.shown_pointer.truncate(frame.shown_len);
+                self.shown_pointer
+                    .push_str(&self.pointer[frame.pointer_len..]);
+            }
             self.flags = frame.flags;
             frame.count += 1;
         }
@@ -91,22 +183,23 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
             })
     }
 
-    fn leaf(&mut self, kind: &'static str, value: &str, value_flags: Flags) {
-        let hidden = self.is_hidden();
-        let entry = Entry {
-            pointer: &self.pointer,
-            shown_pointer: &self.shown_pointer,
-            kind,
-            value,
-            flags: self.flags.union(value_flags),
-            hidden,
-        };
-        (self.visit)(&entry);
-    }
-
+    /// A leaf whose value is shown as it is (numbers, `true`, `false`, `null`).
     fn literal(&mut self, kind: &'static str, text: &str) {
         self.element();
-        self.leaf(kind, text, Flags::default());
+        let entry = Entry {
+            pointer: &self.pointer,
+            shown_pointer: if self.twin {
+                &self.shown_pointer
+            } else {
+                &self.pointer
+            },
+            kind,
+            value: text,
+            flags: self.flags,
+            hidden: self.is_hidden(),
+            shown_value: text,
+        };
+        (self.visit)(&entry);
     }
 
     fn open(&mut self, array: bool) {
@@ -117,31 +210,88 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
             count: 0,
             pointer_len: self.pointer.len(),
             shown_len: self.shown_pointer.len(),
+            twin: self.twin,
             flags: self.flags,
             hidden,
         });
     }
 
     /// Closes the innermost container; an empty one is a leaf itself.
-    fn close(&mut self, empty_text: &str, kind: &'static str) {
+    fn close(&mut self, empty_text: &'static str, kind: &'static str) {
         let Some(frame) = self.frames.pop() else {
             return;
         };
         self.pointer.truncate(frame.pointer_len);
-        self.shown_pointer.truncate(frame.shown_len);
+        self.twin = frame.twin;
+        if self.twin {
+            self.shown_pointer.truncate(frame.shown_len);
+        }
         self.flags = frame.flags;
         if frame.count == 0 {
             // Its pointer and flags are the container's, which the frame kept.
             let entry = Entry {
                 pointer: &self.pointer,
-                shown_pointer: &self.shown_pointer,
+                shown_pointer: if self.twin {
+                    &self.shown_pointer
+                } else {
+                    &self.pointer
+                },
                 kind,
                 value: empty_text,
                 flags: self.flags,
                 hidden: frame.hidden,
+                shown_value: empty_text,
             };
             (self.visit)(&entry);
         }
+    }
+
+    /// A string leaf: `literal` is its canonical JSON when `s` had no escapes in the bytes.
+    fn string_leaf(&mut self, s: &str, literal: Option<&str>) {
+        self.element();
+        let hidden = self.is_hidden();
+        let (i, clean) = self.next_token();
+        let json: Cow<'_, str>;
+        let (value, shown, value_flags) = match literal {
+            Some(literal) if clean => (literal, literal, Flags::default()),
+            // A literal without escapes holds no `"`, `\` or control, so it is the string as
+            // RFC 8785 writes it, and its flags are the text's (quotes are plain ASCII).
+            Some(literal) => {
+                let (shown, flags) = shown_in(literal, Place::Value, &mut self.shown);
+                (literal, shown, flags)
+            }
+            None => {
+                self.json.clear();
+                write_string(s, &mut self.json);
+                json = match std::str::from_utf8(&self.json) {
+                    Ok(json) => Cow::Borrowed(json),
+                    Err(_) => String::from_utf8_lossy(&self.json),
+                };
+                if clean {
+                    (&*json, &*json, Flags::default())
+                } else {
+                    let shown = shown_in(&json, Place::Value, &mut self.shown).0;
+                    // The raw text is judged, not the JSON: JSON escapes some controls but
+                    // not U+0085.
+                    (&*json, shown, flags_of(s, Place::Value))
+                }
+            }
+        };
+        self.scans.record(i, value_flags);
+        let entry = Entry {
+            pointer: &self.pointer,
+            shown_pointer: if self.twin {
+                &self.shown_pointer
+            } else {
+                &self.pointer
+            },
+            kind: "string",
+            value,
+            flags: self.flags.union(value_flags),
+            hidden,
+            shown_value: shown,
+        };
+        (self.visit)(&entry);
     }
 }
 
@@ -160,17 +310,14 @@ impl<'a, F: FnMut(&Entry<'_>)> Sink<'a> for Walker<'_, F> {
     }
 
     fn string(&mut self, s: Cow<'a, str>) {
-        self.element();
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        write_string(&s, &mut scratch);
-        // The raw text is judged, not the JSON: JSON escapes some controls but not U+0085.
-        let value_flags = crate::manifest::flags::flags_of(&s, Place::Value);
-        match std::str::from_utf8(&scratch) {
-            Ok(text) => self.leaf("string", text, value_flags),
-            Err(_) => self.leaf("string", &String::from_utf8_lossy(&scratch), value_flags),
-        }
-        self.scratch = scratch;
+        self.string_leaf(&s, None);
+    }
+
+    fn string_literal(&mut self, s: Cow<'a, str>, literal: &'a str) {
+        // Borrowed: the text is the literal between its quotes, nothing unescaped or
+        // normalized (the walk parses as JCS, without NFC).
+        let exact = matches!(s, Cow::Borrowed(_)) && literal.len() == s.len() + 2;
+        self.string_leaf(&s, exact.then_some(literal));
     }
 
     fn begin_array(&mut self) {
@@ -186,18 +333,47 @@ impl<'a, F: FnMut(&Entry<'_>)> Sink<'a> for Walker<'_, F> {
     }
 
     fn name(&mut self, name: Cow<'a, str>) {
+        if self.frames.is_empty() {
+            return;
+        }
+        let (i, clean) = self.next_token();
         let Some(frame) = self.frames.last_mut() else {
             return;
         };
         frame.count += 1;
         self.pointer.truncate(frame.pointer_len);
-        self.shown_pointer.truncate(frame.shown_len);
         self.pointer.push('/');
-        escape_token(&name, &mut self.pointer);
+        if name.bytes().any(|b| b == b'~' || b == b'/') {
+            escape_token(&name, &mut self.pointer);
+        } else {
+            self.pointer.push_str(&name);
+        }
         let token = &self.pointer[frame.pointer_len..];
-        let (shown, name_flags) = show(token, Place::Name);
-        self.shown_pointer.push_str(&shown);
+        let name_flags = if clean {
+            self.twin = frame.twin;
+            if self.twin {
+                self.shown_pointer.truncate(frame.shown_len);
+                self.shown_pointer.push_str(token);
+            }
+            Flags::default()
+        } else if frame.twin {
+            self.shown_pointer.truncate(frame.shown_len);
+            self.twin = true;
+            show_onto(token, Place::Name, &mut self.shown_pointer)
+        } else {
+            let (shown, flags) = shown_in(token, Place::Name, &mut self.token);
+            // An escape is longer than the character it stands for.
+            self.twin = shown.len() != token.len();
+            if self.twin {
+                self.shown_pointer.clear();
+                self.shown_pointer
+                    .push_str(&self.pointer[..frame.pointer_len]);
+                self.shown_pointer.push_str(shown);
+            }
+            flags
+        };
         self.flags = frame.flags.union(name_flags);
+        self.scans.record(i, name_flags);
     }
 
     fn end_object(&mut self) -> Result<(), String> {

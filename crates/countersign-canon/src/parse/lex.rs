@@ -85,6 +85,9 @@ impl<'a> Parser<'a> {
             }
             self.digits();
         }
+        if !self.check_numbers {
+            return Ok((0.0, integer));
+        }
         if integer {
             // 2^53 − 1 has 16 digits and leading zeros are refused, so more digits are too many.
             let digits = &self.bytes[int_start..int_end];

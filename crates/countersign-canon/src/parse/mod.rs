@@ -30,6 +30,11 @@ pub(crate) trait Sink<'a> {
     /// `literal` is the number as written; `integer` when it has no fraction and no exponent.
     fn number(&mut self, n: f64, literal: &'a str, integer: bool);
     fn string(&mut self, s: Cow<'a, str>);
+    /// A string value with its literal as it stands in the input, quotes included: a borrowed
+    /// `s` is the literal without its quotes. Most sinks need only the text.
+    fn string_literal(&mut self, s: Cow<'a, str>, _literal: &'a str) {
+        self.string(s);
+    }
     fn begin_array(&mut self);
     fn end_array(&mut self);
     fn begin_object(&mut self);
@@ -67,18 +72,55 @@ pub(crate) fn run<'a, S: Sink<'a>>(
             ),
         ));
     }
-    let text = std::str::from_utf8(input).map_err(|e| {
-        Error::new(
-            ErrorCode::InvalidJson,
-            e.valid_up_to(),
-            "input is not valid UTF-8",
-        )
-    })?;
+    let text = std::str::from_utf8(input).map_err(|e| not_utf8(&e))?;
+    run_text(text, profile, limits, sink)
+}
+
+/// The refusal of bytes that are not UTF-8.
+pub(crate) fn not_utf8(e: &std::str::Utf8Error) -> Error {
+    Error::new(
+        ErrorCode::InvalidJson,
+        e.valid_up_to(),
+        "input is not valid UTF-8",
+    )
+}
+
+/// Parses `text`, already known to be UTF-8, into `sink` (no size limit is checked).
+pub(crate) fn run_text<'a, S: Sink<'a>>(
+    text: &'a str,
+    profile: Profile,
+    limits: &Limits,
+    sink: &mut S,
+) -> Result<(), Error> {
+    parse_text(text, profile, limits, true, sink)
+}
+
+/// Parses again, under `profile`, a `text` this parser has already accepted under the same
+/// profile and no tighter limits: the number checks, which cannot fail again, are skipped, and
+/// every number reaches the sink as `0` beside its literal.
+pub(crate) fn run_again<'a, S: Sink<'a>>(
+    text: &'a str,
+    profile: Profile,
+    limits: &Limits,
+    sink: &mut S,
+) -> Result<(), Error> {
+    parse_text(text, profile, limits, false, sink)
+}
+
+fn parse_text<'a, S: Sink<'a>>(
+    text: &'a str,
+    profile: Profile,
+    limits: &Limits,
+    check_numbers: bool,
+    sink: &mut S,
+) -> Result<(), Error> {
+    let input = text.as_bytes();
     let mut parser = Parser {
         src: text,
         bytes: input,
         pos: 0,
         nfc: profile == Profile::CountersignV1,
+        check_numbers,
         max_depth: limits.max_depth,
         key_offsets: Vec::new(),
     };
@@ -102,6 +144,8 @@ struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
     nfc: bool,
+    /// Whether numbers are converted and their ranges checked (off when parsing again).
+    check_numbers: bool,
     max_depth: usize,
     /// Byte offsets of the member names of every open object, innermost last: only read when
     /// a duplicate has to be located, but kept so locating it needs no second parse of the text.
@@ -143,8 +187,10 @@ impl<'a> Parser<'a> {
                     }
                 }
                 Some(b'"') => {
+                    let start = self.pos;
                     let s = self.string()?;
-                    sink.string(s);
+                    let literal = self.src.get(start..self.pos).unwrap_or_default();
+                    sink.string_literal(s, literal);
                 }
                 Some(b't') => {
                     self.literal("true")?;
