@@ -113,8 +113,13 @@ pub(crate) fn write_number(n: f64, out: &mut Vec<u8>) {
     }
 }
 
-fn write_u64(mut n: u64, out: &mut Vec<u8>) {
+fn write_u64(n: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(n, &mut digits).as_bytes());
+}
+
+/// The decimal digits of `n`, written at the end of `digits` (20 hold any `u64`).
+pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
     let mut i = digits.len();
     loop {
         i -= 1;
@@ -124,7 +129,8 @@ fn write_u64(mut n: u64, out: &mut Vec<u8>) {
             break;
         }
     }
-    out.extend_from_slice(&digits[i..]);
+    // ASCII digits only.
+    std::str::from_utf8(&digits[i..]).unwrap_or_default()
 }
 
 /// Whether any byte of `bytes` needs an escape, eight at a time; the last partial word is

@@ -471,52 +471,49 @@ fn push_escape(c: char, out: &mut String) {
     let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
 }
 
-/// Appends `text` as shown to `out` and returns its flags: one scan for both.
-pub(crate) fn show_onto(text: &str, place: Place, out: &mut String) -> Flags {
-    let mut start = 0;
+/// Appends to `out` the shown form of `text` up to just after its last escaped character, and
+/// returns the flags with the offset where the rest of `text` (shown as it is) begins: `0` when
+/// nothing was escaped, and then nothing was written. One scan for both, so every shower below
+/// differs only in where the shown form goes.
+fn escape_flagged(text: &str, place: Place, out: &mut String) -> (Flags, usize) {
+    let mut rest = 0;
     let flags = scan(text, place, |i, c| {
-        out.push_str(&text[start..i]);
-        start = i + c.len_utf8();
+        out.push_str(&text[rest..i]);
+        rest = i + c.len_utf8();
         push_escape(c, out);
     });
-    out.push_str(&text[start..]);
+    (flags, rest)
+}
+
+/// Appends `text` as shown to `out` and returns its flags.
+pub(crate) fn show_onto(text: &str, place: Place, out: &mut String) -> Flags {
+    let (flags, rest) = escape_flagged(text, place, out);
+    out.push_str(&text[rest..]);
     flags
 }
 
-/// `text` as shown and its flags, from one scan: `text` itself when nothing in it is escaped,
-/// else the shown form written into `buf`.
+/// `text` as shown and its flags: `text` itself when nothing in it is escaped, else the shown
+/// form written into `buf`.
 pub(crate) fn shown_in<'t>(text: &'t str, place: Place, buf: &'t mut String) -> (&'t str, Flags) {
     buf.clear();
-    let mut start = 0;
-    let flags = scan(text, place, |i, c| {
-        buf.push_str(&text[start..i]);
-        start = i + c.len_utf8();
-        push_escape(c, buf);
-    });
-    if start == 0 {
+    let (flags, rest) = escape_flagged(text, place, buf);
+    if rest == 0 {
         (text, flags)
     } else {
-        buf.push_str(&text[start..]);
+        buf.push_str(&text[rest..]);
         (buf.as_str(), flags)
     }
 }
 
 /// `text` with every flagged character written as `\u{…}` (lowercase hex), and its flags.
 pub(crate) fn show(text: &str, place: Place) -> (Cow<'_, str>, Flags) {
-    let mut shown: Option<(String, usize)> = None;
-    let flags = scan(text, place, |i, c| {
-        let (out, start) = shown.get_or_insert_with(|| (String::with_capacity(text.len() + 16), 0));
-        out.push_str(&text[*start..i]);
-        *start = i + c.len_utf8();
-        // Writing into a String cannot fail.
-        let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
-    });
-    match shown {
-        Some((mut out, start)) => {
-            out.push_str(&text[start..]);
-            (Cow::Owned(out), flags)
-        }
-        None => (Cow::Borrowed(text), flags),
+    let mut out = String::new();
+    let (flags, rest) = escape_flagged(text, place, &mut out);
+    if rest == 0 {
+        (Cow::Borrowed(text), flags)
+    } else {
+        out.push_str(&text[rest..]);
+        (Cow::Owned(out), flags)
     }
 }
 

@@ -89,8 +89,8 @@ impl<'e> Entry<'e> {
     /// [`Entry::write_line`] for any writer, without dynamic calls.
     fn write_line_to<W: fmt::Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
         out.write_str(self.shown_pointer_or_root())?;
-        // The type between its two separators in one write: lines are short, and a write
-        // costs about as much as the bytes it copies.
+        // The type between its two separators in one write: `out` may be any writer, and a
+        // line is written in pieces, so fewer pieces mean fewer calls into it.
         match self.kind {
             "null" => out.write_str("  null  ")?,
             "boolean" => out.write_str("  boolean  ")?,

@@ -21,7 +21,7 @@ use crate::manifest::Entry;
 use crate::manifest::flags::{Flags, Place, flags_of, show_onto, shown_in};
 use crate::parse::{Sink, run_again, run_text};
 use crate::value::escape_token;
-use crate::write::write_string;
+use crate::write::{decimal, write_string};
 use crate::{Limits, Profile};
 
 /// One open container: where its pointer ends, and what its members inherit.
@@ -127,20 +127,9 @@ pub(crate) fn walk_text<'h>(
     }
 }
 
-/// Appends the decimal digits of `n`.
-fn push_index(n: usize, out: &mut String) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    let mut n = n;
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
+/// The pointer as shown: its twin where a name on the way is shown escaped, else itself.
+fn shown_pointer<'p>(twin: bool, pointer: &'p str, shown_pointer: &'p str) -> &'p str {
+    if twin { shown_pointer } else { pointer }
 }
 
 impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
@@ -161,7 +150,9 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
         if let Some(frame) = self.frames.last_mut().filter(|f| f.array) {
             self.pointer.truncate(frame.pointer_len);
             self.pointer.push('/');
-            push_index(frame.count, &mut self.pointer);
+            let mut digits = [0u8; 20];
+            self.pointer
+                .push_str(decimal(frame.count as u64, &mut digits));
             self.twin = frame.twin;
             if self.twin {
                 self.shown_pointer.truncate(frame.shown_len);
@@ -188,11 +179,7 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
         self.element();
         let entry = Entry {
             pointer: &self.pointer,
-            shown_pointer: if self.twin {
-                &self.shown_pointer
-            } else {
-                &self.pointer
-            },
+            shown_pointer: shown_pointer(self.twin, &self.pointer, &self.shown_pointer),
             kind,
             value: text,
             flags: self.flags,
@@ -231,11 +218,7 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
             // Its pointer and flags are the container's, which the frame kept.
             let entry = Entry {
                 pointer: &self.pointer,
-                shown_pointer: if self.twin {
-                    &self.shown_pointer
-                } else {
-                    &self.pointer
-                },
+                shown_pointer: shown_pointer(self.twin, &self.pointer, &self.shown_pointer),
                 kind,
                 value: empty_text,
                 flags: self.flags,
@@ -280,11 +263,7 @@ impl<F: FnMut(&Entry<'_>)> Walker<'_, F> {
         self.scans.record(i, value_flags);
         let entry = Entry {
             pointer: &self.pointer,
-            shown_pointer: if self.twin {
-                &self.shown_pointer
-            } else {
-                &self.pointer
-            },
+            shown_pointer: shown_pointer(self.twin, &self.pointer, &self.shown_pointer),
             kind: "string",
             value,
             flags: self.flags.union(value_flags),
