@@ -29,6 +29,9 @@ struct Cli {
     /// Policy file (default: $COUNTERSIGN_HOME/countersign.toml).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    /// Approvers file: who may approve, with their SSH keys and passkeys.
+    #[arg(long, global = true, env = "COUNTERSIGN_APPROVERS", value_name = "FILE")]
+    approvers: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +64,13 @@ enum Command {
     /// Verify or list the audit chain.
     #[command(subcommand)]
     Audit(cmd::gate::AuditCommand),
+    /// Settle a run whose outcome is unknown, after checking the world.
+    Resolve(cmd::signed::ResolveArgs),
+    /// Check, list or import the approvers file.
+    #[command(subcommand)]
+    Approvers(cmd::approvers::ApproversCommand),
+    /// Write a draft's receipt, or verify one offline.
+    Receipt(cmd::receipt::ReceiptArgs),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +88,7 @@ fn main() -> ExitCode {
         store: cli.store,
         keys: cli.keys,
         config: cli.config,
+        approvers: cli.approvers,
     };
     let result = run(&ctx, cli.command);
     output::finish(&ctx, result)
@@ -96,5 +107,8 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Approve(args) => cmd::gate::approve(ctx, args),
         Command::Reject(args) => cmd::gate::reject(ctx, args),
         Command::Audit(command) => cmd::gate::audit(ctx, command),
+        Command::Resolve(args) => cmd::signed::resolve(ctx, args),
+        Command::Approvers(command) => cmd::approvers::run(ctx, command),
+        Command::Receipt(args) => cmd::receipt::run(ctx, args),
     }
 }

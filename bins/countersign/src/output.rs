@@ -14,6 +14,7 @@ pub(crate) struct Ctx {
     pub(crate) store: Option<String>,
     pub(crate) keys: Option<PathBuf>,
     pub(crate) config: Option<PathBuf>,
+    pub(crate) approvers: Option<PathBuf>,
 }
 
 /// Why a command failed, mapped to the contract's exit status.

@@ -25,16 +25,19 @@ pub enum Domain {
     Fingerprint,
     /// `countersign/v1/audit`: an audit record.
     Audit,
+    /// `countersign/v1/approval`: an approval statement; its raw bytes are the WebAuthn challenge.
+    Approval,
 }
 
 impl Domain {
     /// Every domain, in contract order.
-    pub const ALL: [Domain; 5] = [
+    pub const ALL: [Domain; 6] = [
         Domain::Revision,
         Domain::Args,
         Domain::Tool,
         Domain::Fingerprint,
         Domain::Audit,
+        Domain::Approval,
     ];
 
     /// The full domain string, e.g. `countersign/v1/revision`.
@@ -45,6 +48,7 @@ impl Domain {
             Domain::Tool => "countersign/v1/tool",
             Domain::Fingerprint => "countersign/v1/fingerprint",
             Domain::Audit => "countersign/v1/audit",
+            Domain::Approval => "countersign/v1/approval",
         }
     }
 
@@ -56,6 +60,7 @@ impl Domain {
             Domain::Tool => "tool",
             Domain::Fingerprint => "fingerprint",
             Domain::Audit => "audit",
+            Domain::Approval => "approval",
         }
     }
 

@@ -48,6 +48,22 @@ impl AuditEvent {
         self
     }
 
+    /// Adds evidence kept whole (a signed statement, a signature, a key): a receipt checks
+    /// these bytes against the signature, so they are not cut like other text. Bounded all the
+    /// same, since the statement's own parser refuses anything larger.
+    #[must_use]
+    pub fn evidence(mut self, name: &'static str, value: &str) -> Self {
+        const MAX: usize = 64 * 1024;
+        let end = if value.len() <= MAX {
+            value.len()
+        } else {
+            (0..=MAX).rev().find(|&i| value.is_char_boundary(i)).unwrap_or(0)
+        };
+        self.fields
+            .insert(name, Value::String(value[..end].to_owned()));
+        self
+    }
+
     /// Adds a numeric field.
     #[must_use]
     pub fn number(mut self, name: &'static str, value: i64) -> Self {

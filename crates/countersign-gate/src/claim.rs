@@ -9,8 +9,10 @@ use crate::error::Error;
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, OpStatus, Operation, RateWindow};
 use crate::owner::Liveness;
-use crate::policy::{Mode, Rate, ToolPolicy};
-use crate::state::{IdempotentTool, State};
+use crate::policy::{ApproverRule, Mode, Rate, ToolPolicy};
+use crate::approval::statement::CLOCK_SKEW_SECS;
+use crate::approval::{Approvers, Kind, allowed, check_signed};
+use crate::state::{Approval, Approved, IdempotentTool, State};
 use crate::store::{Commit, Snapshot};
 
 pub(crate) enum Verdict {
@@ -190,7 +192,7 @@ impl ClaimCtx<'_> {
             return refuse(Error::StaleRevision, None);
         }
         let approved = match draft.state.clone() {
-            State::Approved(a) if a.approval.revision == self.revision => a,
+            State::Approved(a) if a.approval().revision == self.revision => a,
             State::Approved(_) => return refuse(Error::ApprovalRequired, None),
             State::Proposed(p) if self.now >= draft.expires_at => {
                 draft.state = State::Expired(p.expire());
@@ -207,23 +209,24 @@ impl ClaimCtx<'_> {
                 );
             }
         };
-        // The executing server's policy has the last word on how a person may approve and for
-        // how long, whatever policy the approving process read.
-        let within_policy = tool.approval.allows(approved.approval.channel)
-            && self.now
-                < approved
-                    .approval
-                    .approved_at
-                    .saturating_add(millis(tool.approval_ttl));
-        if !approved.approval.is_live(self.now) || !within_policy {
-            // The approval lapsed unused: the draft waits for a person again.
+        // The executing server's policy has the last word on who may approve, how, and for how
+        // long, whatever policy the approving process read; signatures are checked again here.
+        let counted = self.counted(tool, &draft, &approved);
+        if counted.is_empty() {
+            // No approval holds any more: the draft waits for a person again.
             draft.state = State::Proposed(approved.lapse());
             return refuse(Error::ApprovalRequired, Some(draft));
         }
+        let need = tool.need();
+        let have = u32::try_from(counted.len()).unwrap_or(u32::MAX);
+        if have < need {
+            return refuse(Error::QuorumPending { have, need }, None);
+        }
+        let names = counted.join(",");
         if let Some(e) = over_rate(tool.rate, window, self.now) {
             return refuse(e, None);
         }
-        let approval = approved.approval.clone();
+        let channel = approved.approval().channel;
         draft.state = State::Executing(approved.claim(self.operation_id.to_owned()));
         let op = Operation {
             principal: draft.principal.clone(),
@@ -247,13 +250,59 @@ impl ClaimCtx<'_> {
             audit: vec![
                 event
                     .clone()
-                    .text("approver", &approval.approver)
-                    .text("channel", approval.channel.as_str())
+                    .text("approver", &names)
+                    .text("channel", channel.as_str())
+                    .number("quorum", i64::from(need))
+                    .text("approvers", &rule_text(&tool.approvers))
+                    .text("signed", signed_text(tool, self.gate))
                     .outcome(Ok(())),
             ],
             ..Commit::default()
         };
         (commit, Verdict::Run(Box::new(draft)))
+    }
+
+    /// The distinct approvers whose approvals count for this run under the policy of now: the
+    /// revision, the approval's lifetime and channel, the approvers rules, and — where the tool
+    /// needs signatures — the signature checked again against the approvers file, so that an
+    /// approval row written by anything but the approval code does not count.
+    fn counted(&self, tool: &ToolPolicy, draft: &Draft, approved: &Approved) -> Vec<String> {
+        let approvers = self.gate.approvers.as_deref();
+        let signed = tool.requires_signature(approvers.is_some());
+        let mut names: Vec<String> = Vec::new();
+        for a in approved.approvals() {
+            let live = a.revision == self.revision
+                && a.is_live(self.now)
+                && tool.approval.allows(a.channel)
+                && self.now < a.approved_at.saturating_add(millis(tool.approval_ttl));
+            if !live
+                || names.contains(&a.approver)
+                || allowed(approvers, tool, draft, &a.approver).is_err()
+            {
+                continue;
+            }
+            if signed && !self.signature_holds(a, draft, approvers) {
+                continue;
+            }
+            names.push(a.approver.clone());
+        }
+        names
+    }
+
+    fn signature_holds(&self, a: &Approval, draft: &Draft, approvers: Option<&Approvers>) -> bool {
+        let (Some(evidence), Some(file)) = (&a.evidence, approvers) else {
+            return false;
+        };
+        let Ok(checked) = check_signed(file, evidence.statement(), evidence.signature()) else {
+            return false;
+        };
+        let s = &checked.statement;
+        let at = a.approved_at.div_euclid(1000);
+        s.kind() == Kind::Approval
+            && s.approver() == a.approver
+            && s.covers(&draft.id, &self.revision)
+            && s.iat() <= at.saturating_add(CLOCK_SKEW_SECS)
+            && at < s.exp()
     }
 
     fn lease_until(&self) -> i64 {
@@ -289,4 +338,19 @@ fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> 
     Some(Error::RateLimited {
         retry_after: crate::quota::seconds_until(frees_at, now),
     })
+}
+
+fn rule_text(rule: &ApproverRule) -> String {
+    match rule {
+        ApproverRule::Anyone => "*".to_owned(),
+        ApproverRule::Named(names) => names.join(","),
+    }
+}
+
+fn signed_text(tool: &ToolPolicy, gate: &Gate) -> &'static str {
+    if tool.requires_signature(gate.approvers.is_some()) {
+        "true"
+    } else {
+        "false"
+    }
 }

@@ -2,6 +2,7 @@
 
 use countersign_canon::Revision;
 
+use crate::approval::{Approvers, Evidence, allowed};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::millis;
@@ -80,15 +81,23 @@ pub(crate) fn decide_revise(
     )
 }
 
+/// One person's approval as it reaches the decision: who, how, and the signed evidence.
+pub(crate) struct Approving<'a> {
+    pub(crate) revision: Revision,
+    pub(crate) approver: &'a str,
+    pub(crate) channel: Channel,
+    pub(crate) evidence: Option<Evidence>,
+    pub(crate) approvers: Option<&'a Approvers>,
+}
+
 pub(crate) fn decide_approve(
     snap: Snapshot,
     policy: &Policy,
-    revision: Revision,
-    approver: &str,
-    channel: Channel,
+    input: &Approving<'_>,
     event: &AuditEvent,
     now: i64,
 ) -> (Commit, Result<Approval>) {
+    let (revision, approver, channel) = (input.revision, input.approver, input.channel);
     let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Err(e));
     let Some(mut draft) = snap.draft else {
         return refuse(Error::NotFound);
@@ -118,12 +127,21 @@ pub(crate) fn decide_approve(
             why: "approval through this channel is not allowed",
         });
     }
+    if input.evidence.is_none() && tool.requires_signature(input.approvers.is_some()) {
+        return refuse(Error::SignatureInvalid {
+            why: "this tool needs a signed approval (countersign approve --sign)",
+        });
+    }
+    if let Err(e) = allowed(input.approvers, tool, &draft, approver) {
+        return refuse(e);
+    }
     let approval = Approval {
         revision,
         approver: approver.to_owned(),
         channel,
         approved_at: now,
         expires_at: now.saturating_add(millis(tool.approval_ttl)),
+        evidence: input.evidence.clone(),
     };
     let state = match draft.state.clone() {
         State::Proposed(_) | State::Approved(_) if now >= draft.expires_at => {
@@ -139,7 +157,7 @@ pub(crate) fn decide_approve(
             );
         }
         State::Proposed(p) => p.approve(approval.clone()),
-        State::Approved(a) => a.reapprove(approval.clone()),
+        State::Approved(a) => a.reapprove(approval.clone(), now),
         State::Rejected(_) => return refuse(Error::ApprovalRejected),
         other => {
             return refuse(Error::DraftNotEditable {
@@ -147,11 +165,21 @@ pub(crate) fn decide_approve(
             });
         }
     };
+    let have = state.approvals().len();
     draft.state = State::Approved(state);
-    let event = event
+    let mut event = event
         .clone()
         .number("expires_at", approval.expires_at)
-        .outcome(Ok(()));
+        .number("have", have as i64)
+        .number("need", i64::from(tool.need()));
+    if let Some(e) = &approval.evidence {
+        event = event
+            .evidence("statement", &String::from_utf8_lossy(e.statement()))
+            .text("signature_kind", e.signature().kind())
+            .evidence("signature", e.signature().text())
+            .evidence("key", e.key());
+    }
+    let event = event.outcome(Ok(()));
     (
         Commit {
             draft: Some(draft),

@@ -96,6 +96,30 @@ pub enum Error {
     /// The policy file is unreadable or invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// Fewer distinct people approved this revision than the policy's quorum.
+    #[error("{have} of {need} approvals for this revision")]
+    QuorumPending {
+        /// Distinct approvers whose approvals count now.
+        have: u32,
+        /// The quorum.
+        need: u32,
+    },
+    /// An approval's signature does not verify for this statement and approver, the statement
+    /// is out of its time window, or the tool needs a signature and none was given.
+    #[error("signature invalid: {why}")]
+    SignatureInvalid {
+        /// What did not hold.
+        why: &'static str,
+    },
+    /// The approver is not listed for this tool or tenant, or approves their own proposal.
+    #[error("approver not allowed: {why}")]
+    ApproverNotAllowed {
+        /// What did not hold.
+        why: &'static str,
+    },
+    /// The statement's nonce was used before: a statement approves once.
+    #[error("this approval statement was used before; sign a new one")]
+    StatementReplayed,
 }
 
 impl Error {
@@ -120,6 +144,10 @@ impl Error {
             Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
             Error::Tampered => "STORE_TAMPERED",
             Error::Config(_) => "CONFIG_INVALID",
+            Error::QuorumPending { .. } => "APPROVAL_REQUIRED",
+            Error::SignatureInvalid { .. } => "SIGNATURE_INVALID",
+            Error::ApproverNotAllowed { .. } => "APPROVER_NOT_ALLOWED",
+            Error::StatementReplayed => "TOKEN_REPLAYED",
         }
     }
 
@@ -127,6 +155,7 @@ impl Error {
     pub fn retryable(&self) -> bool {
         match self {
             Error::ApprovalRequired
+            | Error::QuorumPending { .. }
             | Error::OperationInProgress
             | Error::RateLimited { .. }
             | Error::QuotaExceeded { .. }
@@ -142,6 +171,14 @@ impl Error {
             Error::RateLimited { retry_after } | Error::QuotaExceeded { retry_after, .. } => {
                 Some(*retry_after)
             }
+            _ => None,
+        }
+    }
+
+    /// Approvals counted and needed, for `APPROVAL_REQUIRED` under a quorum.
+    pub fn approvals(&self) -> Option<(u32, u32)> {
+        match self {
+            Error::QuorumPending { have, need } => Some((*have, *need)),
             _ => None,
         }
     }

@@ -9,9 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Digest, Envelope, Limits, Principal, Profile, Revision, Value};
+use countersign_replay::Ledger;
 
 use crate::audit::{Anchor, AuditEvent};
-use crate::decide::{audit, decide_approve, decide_revise};
+use crate::approval::Approvers;
+use crate::decide::{Approving, audit, decide_approve, decide_revise};
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;
 use crate::model::{Draft, DraftId, RevisionRecord};
@@ -69,6 +71,8 @@ pub struct Gate {
     limits: Limits,
     pub(crate) lease: Duration,
     pub(crate) refusals: Refusals,
+    pub(crate) approvers: Option<Arc<Approvers>>,
+    pub(crate) ledger: Option<Ledger>,
 }
 
 impl Gate {
@@ -83,7 +87,29 @@ impl Gate {
             limits: Limits::default(),
             lease: Duration::from_secs(600),
             refusals: Refusals::default(),
+            approvers: None,
+            ledger: None,
         }
+    }
+
+    /// Checks approvals against `approvers`: signatures become required wherever the policy
+    /// does not say `signed = false`, and only listed people may approve.
+    #[must_use]
+    pub fn with_approvers(mut self, approvers: Arc<Approvers>) -> Self {
+        self.approvers = Some(approvers);
+        self
+    }
+
+    /// Consumes signed statements' nonces in `ledger`, so each statement decides once.
+    #[must_use]
+    pub fn with_ledger(mut self, ledger: Ledger) -> Self {
+        self.ledger = Some(ledger);
+        self
+    }
+
+    /// The approvers file in force, if any.
+    pub fn approvers(&self) -> Option<&Approvers> {
+        self.approvers.as_deref()
     }
 
     /// Replaces the clock.
@@ -331,11 +357,13 @@ impl Gate {
         }
     }
 
-    /// A person approves exactly `revision` (64 hex characters) of the draft.
+    /// A person approves exactly `revision` (64 hex characters) of the draft, unsigned: allowed
+    /// only where the tool's policy does not need a signature.
     ///
     /// # Errors
     /// `NOT_FOUND`, `INVALID_ARGUMENT` (not a full revision), `STALE_REVISION`,
     /// `APPROVAL_REJECTED`, `DRAFT_NOT_EDITABLE`, `POLICY_DENIED` (channel not allowed),
+    /// `SIGNATURE_INVALID` (the tool needs a signed approval), `APPROVER_NOT_ALLOWED`,
     /// `STORE_TAMPERED`, `STORE_UNAVAILABLE`.
     pub async fn approve(
         &self,
@@ -356,10 +384,15 @@ impl Gate {
         };
         let event = event.text("revision", &revision.to_hex());
         let policy = &self.policy;
-        self.on_draft(id, |snap| {
-            decide_approve(snap, policy, revision, approver, channel, &event, now)
-        })
-        .await
+        let input = Approving {
+            revision,
+            approver,
+            channel,
+            evidence: None,
+            approvers: self.approvers.as_deref(),
+        };
+        self.on_draft(id, |snap| decide_approve(snap, policy, &input, &event, now))
+            .await
     }
 
     /// A person refuses the draft.

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+pub mod approval;
 pub mod audit;
 mod claim;
 mod decide;
@@ -20,8 +21,10 @@ mod owner;
 pub mod policy;
 pub mod privacy;
 pub mod quota;
+pub mod receipt;
 mod refusals;
 mod retention;
+mod signed;
 pub mod state;
 pub mod store;
 pub mod timing;
@@ -39,6 +42,7 @@ pub use crate::model::{
 pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
 pub use crate::policy::{Channel, Mode, Policy, ToolPolicy};
 pub use crate::retention::MAX_PAGE;
+pub use crate::signed::Resolution;
 pub use crate::state::{Approval, State};
 pub use crate::store::GateStore;
 pub use crate::store::memory::MemoryStore;

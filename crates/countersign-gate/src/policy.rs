@@ -110,6 +110,46 @@ pub struct ToolPolicy {
     pub approval_ttl: Duration,
     /// How long a draft waits for a decision before it expires.
     pub draft_ttl: Duration,
+    /// Who may approve it (section 6 `approvers`).
+    pub approvers: ApproverRule,
+    /// Distinct approvers needed, when the policy names a quorum.
+    pub quorum: Option<u32>,
+    /// Whether an approval must be signed; `None` follows the default (signed whenever an
+    /// approvers file is configured).
+    pub signed: Option<bool>,
+    /// Whether the proposing subject may approve their own proposal.
+    pub self_approval: bool,
+}
+
+/// Which names from the approvers file may approve a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ApproverRule {
+    /// Anyone listed for the draft's tenant (`"*"`, and the default).
+    #[default]
+    Anyone,
+    /// Only these names.
+    Named(Vec<String>),
+}
+
+impl ApproverRule {
+    /// Whether `name` is allowed by this rule.
+    pub fn allows(&self, name: &str) -> bool {
+        match self {
+            ApproverRule::Anyone => true,
+            ApproverRule::Named(names) => names.iter().any(|n| n == name),
+        }
+    }
+
+    fn from_raw(raw: Option<Vec<String>>) -> Result<Self> {
+        match raw {
+            None => Ok(ApproverRule::Anyone),
+            Some(names) if names.iter().any(|n| n == "*") => Ok(ApproverRule::Anyone),
+            Some(names) if names.is_empty() || names.iter().any(String::is_empty) => Err(
+                Error::Config("approvers must name at least one approver, or \"*\"".into()),
+            ),
+            Some(names) => Ok(ApproverRule::Named(names)),
+        }
+    }
 }
 
 impl ToolPolicy {
@@ -119,6 +159,16 @@ impl ToolPolicy {
             .iter()
             .filter(|(_, rule)| **rule == FieldRule::Hidden)
             .map(|(p, _)| p.as_str())
+    }
+
+    /// Distinct approvers needed before a run (1 unless the policy names a quorum).
+    pub fn need(&self) -> u32 {
+        self.quorum.unwrap_or(1)
+    }
+
+    /// Whether approvals must be signed, given whether an approvers file is configured.
+    pub fn requires_signature(&self, approvers_configured: bool) -> bool {
+        self.signed.unwrap_or(approvers_configured)
     }
 }
 
@@ -159,6 +209,10 @@ struct RawDefaults {
     approval: Option<ApprovalChannel>,
     idempotent: Option<bool>,
     rate: Option<RawRate>,
+    approvers: Option<Vec<String>>,
+    quorum: Option<u32>,
+    signed: Option<bool>,
+    self_approval: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -172,6 +226,10 @@ struct RawTool {
     #[serde(default)]
     fields: BTreeMap<String, FieldRule>,
     approval_ttl: Option<String>,
+    approvers: Option<Vec<String>>,
+    quorum: Option<u32>,
+    signed: Option<bool>,
+    self_approval: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -215,6 +273,8 @@ impl Policy {
         let draft_ttl = ttl(defaults.draft_ttl.as_deref(), DEFAULT_DRAFT_TTL)?;
         let default_rate = defaults.rate.map(rate).transpose()?;
         let default_risk_name = defaults.risk.as_deref().map(risk).transpose()?;
+        let default_approvers = ApproverRule::from_raw(defaults.approvers.clone())?;
+        let default_quorum = quorum(defaults.quorum)?;
         let fallback = defaults.mode.map(|mode| ToolPolicy {
             mode,
             risk: default_risk_name.unwrap_or(default_risk(mode)),
@@ -224,6 +284,10 @@ impl Policy {
             fields: BTreeMap::new(),
             approval_ttl,
             draft_ttl,
+            approvers: default_approvers.clone(),
+            quorum: default_quorum,
+            signed: defaults.signed,
+            self_approval: defaults.self_approval.unwrap_or(false),
         });
         let mut exact = BTreeMap::new();
         let mut globs = Vec::new();
@@ -256,6 +320,19 @@ impl Policy {
                     None => approval_ttl,
                 },
                 draft_ttl,
+                approvers: match tool.approvers {
+                    Some(names) => ApproverRule::from_raw(Some(names))?,
+                    None => default_approvers.clone(),
+                },
+                quorum: match tool.quorum {
+                    Some(q) => quorum(Some(q))?,
+                    None => default_quorum,
+                },
+                signed: tool.signed.or(defaults.signed),
+                self_approval: tool
+                    .self_approval
+                    .or(defaults.self_approval)
+                    .unwrap_or(false),
             };
             if is_glob(&pattern) {
                 globs.push(Entry { pattern, policy });
@@ -344,6 +421,16 @@ fn manifest_limits(raw: Option<RawManifest>) -> Result<ManifestLimits> {
         ));
     }
     Ok(limits)
+}
+
+/// A quorum is a count of people: at least one, and few enough that a person can gather them.
+fn quorum(raw: Option<u32>) -> Result<Option<u32>> {
+    match raw {
+        Some(q) if q == 0 || q > 32 => Err(Error::Config(format!(
+            "quorum {q} out of range (1 to 32 approvers)"
+        ))),
+        other => Ok(other),
+    }
 }
 
 fn default_risk(mode: Mode) -> Risk {

@@ -17,6 +17,7 @@
 
 use countersign_canon::Revision;
 
+use crate::approval::Evidence;
 use crate::policy::Channel;
 
 /// One person's approval of one revision; consumed by the run it allows.
@@ -32,6 +33,8 @@ pub struct Approval {
     pub(crate) approved_at: i64,
     /// Until when it may be used (Unix milliseconds, exclusive).
     pub(crate) expires_at: i64,
+    /// The signed statement behind it; `None` for an unsigned approval.
+    pub(crate) evidence: Option<Evidence>,
 }
 
 /// Read access only: an `Approval` is made by the decision code or decoded from a stored row,
@@ -66,17 +69,23 @@ impl Approval {
     pub fn is_live(&self, now_ms: i64) -> bool {
         now_ms < self.expires_at
     }
+
+    /// The signed statement, signature and key, when the approval was signed.
+    pub fn evidence(&self) -> Option<&Evidence> {
+        self.evidence.as_ref()
+    }
 }
 
 /// Waiting for a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Proposed;
 
-/// A person approved the current revision; nothing has run.
+/// One or more people approved the current revision; nothing has run. Whether they are enough
+/// (the policy's quorum) is decided when a run is claimed, under the policy of that moment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approved {
-    /// The approval, not yet consumed.
-    pub(crate) approval: Approval,
+    /// The approvals, one per approver, oldest first; never empty.
+    pub(crate) approvals: Vec<Approval>,
 }
 
 /// The approval was consumed and the run journaled; the action may be running now.
@@ -149,7 +158,9 @@ impl IdempotentTool {
 impl Proposed {
     /// A person approved the current revision.
     pub fn approve(self, approval: Approval) -> Approved {
-        Approved { approval }
+        Approved {
+            approvals: vec![approval],
+        }
     }
 
     /// A person refused it.
@@ -169,9 +180,15 @@ impl Proposed {
 }
 
 impl Approved {
-    /// The approval, not yet consumed.
+    /// The newest approval, not yet consumed.
     pub fn approval(&self) -> &Approval {
-        &self.approval
+        // Never empty: made from one approval and only ever added to.
+        &self.approvals[self.approvals.len() - 1]
+    }
+
+    /// Every approval of the revision, one per approver, oldest first.
+    pub fn approvals(&self) -> &[Approval] {
+        &self.approvals
     }
 
     /// Consumes the approval and journals the run: the one way into `Executing`.
@@ -179,9 +196,15 @@ impl Approved {
         Executing { operation_id }
     }
 
-    /// A new approval of the same revision replaces this one.
-    pub fn reapprove(self, approval: Approval) -> Approved {
-        Approved { approval }
+    /// Another approval of the same revision: it joins the others, replacing an earlier one by
+    /// the same approver (a person counts once however often they approve). Approvals that
+    /// lapsed by `now_ms` or name another revision are dropped.
+    pub fn reapprove(mut self, approval: Approval, now_ms: i64) -> Approved {
+        self.approvals.retain(|a| {
+            a.approver != approval.approver && a.revision == approval.revision && a.is_live(now_ms)
+        });
+        self.approvals.push(approval);
+        self
     }
 
     /// The approval lapsed unused: back to waiting for a person.
@@ -196,7 +219,7 @@ impl Approved {
 
     /// A new revision replaces the approved one; the approval is void.
     pub fn supersede(self, by: Revision) -> (Proposed, Superseded) {
-        let old = self.approval.revision;
+        let old = self.approval().revision;
         (Proposed, Superseded { revision: old, by })
     }
 }
@@ -247,6 +270,22 @@ impl OutcomeUnknown {
             operation_id: self.operation_id,
         }
     }
+
+    /// A person checked the world and found that the run took effect: it is recorded as done,
+    /// and a retry of the operation replays.
+    pub fn settle_ran(self) -> Executed {
+        Executed {
+            operation_id: self.operation_id,
+        }
+    }
+
+    /// A person checked the world and found that the run did not take effect: the same
+    /// operation may run once more.
+    pub fn settle_not_run(self) -> FailedRetryable {
+        FailedRetryable {
+            operation_id: self.operation_id,
+        }
+    }
 }
 
 /// The state a store row holds.
@@ -290,11 +329,19 @@ impl State {
         }
     }
 
-    /// The approval, when the state holds an unconsumed one.
+    /// The newest approval, when the state holds unconsumed ones.
     pub fn approval(&self) -> Option<&Approval> {
         match self {
-            State::Approved(a) => Some(&a.approval),
+            State::Approved(a) => Some(a.approval()),
             _ => None,
+        }
+    }
+
+    /// Every unconsumed approval (empty unless approved).
+    pub fn approvals(&self) -> &[Approval] {
+        match self {
+            State::Approved(a) => a.approvals(),
+            _ => &[],
         }
     }
 

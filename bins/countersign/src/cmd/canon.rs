@@ -69,7 +69,7 @@ pub(crate) fn digest(_ctx: &Ctx, args: DigestArgs) -> Result<Report, Failure> {
         Failure::invalid(
             "INVALID_ARGUMENT",
             format!(
-                "unknown domain {:?} (expected revision, args, tool, fingerprint or audit)",
+                "unknown domain {:?} (expected revision, args, tool, fingerprint, audit or approval)",
                 args.domain
             ),
         )

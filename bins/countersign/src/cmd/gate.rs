@@ -9,6 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use countersign_gate::approval::Approvers;
 use countersign_gate::{Channel, Draft, Gate, Policy, State};
 
 use super::ledger::{block_on, store_url};
@@ -28,16 +29,20 @@ pub(crate) struct ShowArgs {
 /// Arguments of `countersign approve`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ApproveArgs {
-    /// The draft id.
-    draft: String,
-    /// The full 64-hex revision being approved.
-    revision: String,
+    /// The draft id and the full 64-hex revision being approved; with `--sign`, any number of
+    /// such pairs, approved by one signed statement.
+    #[arg(required = true, num_args = 2.., value_names = ["DRAFT", "REVISION"])]
+    pub(crate) pairs: Vec<String>,
     /// Do not ask y/N.
     #[arg(long)]
-    yes: bool,
-    /// The approver's name (default: the OS user).
+    pub(crate) yes: bool,
+    /// The approver's name (default: the OS user; with `--sign`, the approvers-file entry of
+    /// the key).
     #[arg(long = "as")]
-    as_name: Option<String>,
+    pub(crate) as_name: Option<String>,
+    /// Sign the approval statement: `ssh:KEY` runs `ssh-keygen -Y sign -f KEY`.
+    #[arg(long, value_name = "ssh:KEY")]
+    pub(crate) sign: Option<String>,
 }
 
 /// Arguments of `countersign reject`.
@@ -59,7 +64,7 @@ pub(crate) enum AuditCommand {
     Show,
 }
 
-fn failure(e: &countersign_gate::Error) -> Failure {
+pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
     let code = e.code();
     let message = e.to_string();
     let mut f = match code {
@@ -68,6 +73,12 @@ fn failure(e: &countersign_gate::Error) -> Failure {
         _ => Failure::refused(code, message),
     };
     f.extra.insert("retryable".into(), e.retryable().into());
+    if let Some((have, need)) = e.approvals() {
+        f.extra.insert(
+            "approvals".into(),
+            serde_json::json!({ "have": have, "need": need }),
+        );
+    }
     f
 }
 
@@ -78,7 +89,7 @@ const APPROVER_DEFAULTS: &str = "[defaults]\nmode = \"approval\"\n";
 
 /// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`. A named file that cannot
 /// be read fails closed; only the default location may be absent (see [`APPROVER_DEFAULTS`]).
-fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
+pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
     let path: PathBuf = match &ctx.config {
         Some(p) => p.clone(),
         None => {
@@ -94,25 +105,32 @@ fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
     Policy::load(&path).map_err(|e| failure(&e))
 }
 
-async fn open_gate(ctx: &Ctx, policy: Policy) -> Result<Gate, Failure> {
+/// The gate over the configured store, checking approvals against the approvers file when one
+/// is configured (an unreadable or writable-by-others file fails closed).
+pub(crate) async fn open_gate(ctx: &Ctx, policy: Policy) -> Result<Gate, Failure> {
     let url = store_url(ctx)?;
-    countersign_gate::open(&url, Arc::new(policy))
+    let mut gate = countersign_gate::open(&url, Arc::new(policy))
         .await
-        .map_err(|e| failure(&e))
+        .map_err(|e| failure(&e))?;
+    if let Some(path) = &ctx.approvers {
+        let approvers = Approvers::load(path).map_err(|e| failure(&e))?;
+        gate = gate.with_approvers(Arc::new(approvers));
+    }
+    Ok(gate)
 }
 
 /// Reading needs no policy; an empty one denies everything, which reads never ask about.
-fn empty_policy() -> Result<Policy, Failure> {
+pub(crate) fn empty_policy() -> Result<Policy, Failure> {
     Policy::from_toml("").map_err(|e| failure(&e))
 }
 
 /// A name from the agent's side (a tool name) as a terminal may show it: escape sequences and
 /// invisible characters escaped, so it cannot repaint the screen above the y/N prompt.
-fn shown(text: &str) -> String {
+pub(crate) fn shown(text: &str) -> String {
     countersign_canon::show_escaped(text).0
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     countersign_replay::now_unix_ms()
 }
 
@@ -126,7 +144,7 @@ fn age(created_at: i64) -> String {
     }
 }
 
-fn os_user() -> String {
+pub(crate) fn os_user() -> String {
     ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
@@ -228,7 +246,7 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
 }
 
 /// The stored draft with its manifest, refused when the bytes no longer hash to the revision.
-async fn checked(gate: &Gate, id: &str) -> Result<(Draft, countersign_canon::Manifest), Failure> {
+pub(crate) async fn checked(gate: &Gate, id: &str) -> Result<(Draft, countersign_canon::Manifest), Failure> {
     let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
     let manifest = countersign_gate::manifest(&draft).map_err(|e| failure(&e))?;
     if manifest.revision != draft.revision {
@@ -307,7 +325,12 @@ fn diff(
 }
 
 /// Shows the draft on the terminal and asks y/N. `Ok(false)` when the person declines.
-async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<bool, Failure> {
+/// Shows the draft on the terminal (what `ask` shows, without the question).
+pub(crate) async fn present(
+    gate: &Gate,
+    d: &Draft,
+    m: &countersign_canon::Manifest,
+) -> Result<String, Failure> {
     let paint = Paint::for_stream(std::io::stderr().is_terminal());
     let mut text = describe(d, m, paint);
     if m.flagged() {
@@ -331,13 +354,26 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
         ));
         text.push_str(&diff(&old, m, paint));
     }
+    Ok(text)
+}
+
+/// Shows the draft on the terminal and asks y/N. `Ok(false)` when the person declines.
+async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<bool, Failure> {
+    let mut text = present(gate, d, m).await?;
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
         m.revision,
         shown(&d.action)
     ));
+    confirm(&text)
+}
+
+/// Writes `question` to the terminal and reads y/N.
+pub(crate) fn confirm(question: &str) -> Result<bool, Failure> {
     let mut err = std::io::stderr().lock();
-    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    let _ = err
+        .write_all(question.as_bytes())
+        .and_then(|()| err.flush());
     let mut answer = String::new();
     std::io::stdin()
         .lock()
@@ -347,6 +383,21 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
 }
 
 pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
+    if args.sign.is_some() {
+        return super::signed::approve(ctx, args);
+    }
+    let [draft, revision] = args.pairs.as_slice() else {
+        return Err(Failure::invalid(
+            "INVALID_ARGUMENT",
+            "one DRAFT REVISION pair; several pairs are approved with --sign",
+        ));
+    };
+    let args = Unsigned {
+        draft: draft.clone(),
+        revision: revision.clone(),
+        yes: args.yes,
+        as_name: args.as_name,
+    };
     countersign_gate::parse_revision(&args.revision).map_err(|e| failure(&e))?;
     let interactive = std::io::stdin().is_terminal();
     if !args.yes && !interactive {
@@ -392,6 +443,13 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
             }),
         ))
     })?
+}
+
+struct Unsigned {
+    draft: String,
+    revision: String,
+    yes: bool,
+    as_name: Option<String>,
 }
 
 pub(crate) fn reject(ctx: &Ctx, args: RejectArgs) -> Result<Report, Failure> {

@@ -1,7 +1,10 @@
 //! One module per command group; each parses nothing itself and holds no policy of its own.
 
+pub(crate) mod approvers;
 pub(crate) mod canon;
 pub(crate) mod gate;
 pub(crate) mod keys;
 pub(crate) mod ledger;
+pub(crate) mod receipt;
+pub(crate) mod signed;
 pub(crate) mod token;

@@ -3,6 +3,7 @@
 use countersign_canon::{Principal, Revision};
 use serde_json::{Value as Json, json};
 
+use crate::approval::{Evidence, Signature};
 use crate::error::{Error, Result};
 use crate::model::Draft;
 use crate::policy::Channel;
@@ -51,11 +52,8 @@ fn corrupt(what: &str) -> Error {
 pub(crate) fn state_to_row(state: &State) -> (&'static str, String) {
     let detail = match state {
         State::Approved(a) => json!({
-            "revision": a.approval.revision.to_hex(),
-            "approver": a.approval.approver,
-            "channel": a.approval.channel.as_str(),
-            "approved_at": a.approval.approved_at,
-            "expires_at": a.approval.expires_at,
+            "revision": a.approval().revision.to_hex(),
+            "approvals": a.approvals.iter().map(approval_to_row).collect::<Vec<_>>(),
         }),
         State::Rejected(r) => json!({ "by": r.by, "reason": r.reason }),
         other => match other.operation_id() {
@@ -69,7 +67,6 @@ pub(crate) fn state_to_row(state: &State) -> (&'static str, String) {
 pub(crate) fn state_from_row(name: &str, detail: &str) -> Result<State> {
     let d: Json = serde_json::from_str(detail).map_err(|_| corrupt("state"))?;
     let text = |k: &str| d.get(k).and_then(Json::as_str).map(str::to_owned);
-    let int = |k: &str| d.get(k).and_then(Json::as_i64);
     let op = || text("operation_id").ok_or_else(|| corrupt("state"));
     Ok(match name {
         "proposed" => State::Proposed(Proposed),
@@ -77,17 +74,18 @@ pub(crate) fn state_from_row(name: &str, detail: &str) -> Result<State> {
             let revision: Revision = text("revision")
                 .and_then(|r| r.parse().ok())
                 .ok_or_else(|| corrupt("approval"))?;
-            State::Approved(Approved {
-                approval: Approval {
-                    revision,
-                    approver: text("approver").ok_or_else(|| corrupt("approval"))?,
-                    channel: text("channel")
-                        .and_then(|c| Channel::parse(&c))
-                        .ok_or_else(|| corrupt("approval"))?,
-                    approved_at: int("approved_at").ok_or_else(|| corrupt("approval"))?,
-                    expires_at: int("expires_at").ok_or_else(|| corrupt("approval"))?,
-                },
-            })
+            // Rows written before quorums hold one approval's fields at the top level.
+            let approvals = match d.get("approvals").and_then(Json::as_array) {
+                Some(list) => list
+                    .iter()
+                    .map(|a| approval_from_row(a, revision))
+                    .collect::<Result<Vec<_>>>()?,
+                None => vec![approval_from_row(&d, revision)?],
+            };
+            if approvals.is_empty() {
+                return Err(corrupt("approval"));
+            }
+            State::Approved(Approved { approvals })
         }
         "executing" => State::Executing(Executing {
             operation_id: op()?,
@@ -110,6 +108,55 @@ pub(crate) fn state_from_row(name: &str, detail: &str) -> Result<State> {
         }),
         "expired" => State::Expired(Expired),
         _ => return Err(corrupt("state name")),
+    })
+}
+
+fn approval_to_row(a: &Approval) -> Json {
+    let mut row = json!({
+        "approver": a.approver,
+        "channel": a.channel.as_str(),
+        "approved_at": a.approved_at,
+        "expires_at": a.expires_at,
+    });
+    if let Some(e) = &a.evidence {
+        row["evidence"] = json!({
+            "statement": String::from_utf8_lossy(&e.statement),
+            "kind": e.signature.kind(),
+            "signature": e.signature.text(),
+            "key": e.key,
+        });
+    }
+    row
+}
+
+fn approval_from_row(d: &Json, revision: Revision) -> Result<Approval> {
+    let text = |k: &str| d.get(k).and_then(Json::as_str).map(str::to_owned);
+    let int = |k: &str| d.get(k).and_then(Json::as_i64);
+    let bad = || corrupt("approval");
+    let evidence = match d.get("evidence") {
+        None | Some(Json::Null) => None,
+        Some(e) => {
+            let part = |k: &str| e.get(k).and_then(Json::as_str).map(str::to_owned);
+            let signature = part("kind")
+                .zip(part("signature"))
+                .and_then(|(k, t)| Signature::from_parts(&k, t))
+                .ok_or_else(bad)?;
+            Some(Evidence::from_parts(
+                part("statement").ok_or_else(bad)?.into_bytes(),
+                signature,
+                part("key").ok_or_else(bad)?,
+            ))
+        }
+    };
+    Ok(Approval {
+        revision,
+        approver: text("approver").ok_or_else(bad)?,
+        channel: text("channel")
+            .and_then(|c| Channel::parse(&c))
+            .ok_or_else(bad)?,
+        approved_at: int("approved_at").ok_or_else(bad)?,
+        expires_at: int("expires_at").ok_or_else(bad)?,
+        evidence,
     })
 }
 

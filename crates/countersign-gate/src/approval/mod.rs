@@ -1,0 +1,159 @@
+//! Signed approvals (CONTRACT.md section 9): who may approve, what they sign, and how a
+//! signature is checked — at approval, again at execution, and offline in a receipt.
+//!
+//! A signature alone proves only that some key signed some bytes. It becomes a person's approval
+//! of one revision when three more things hold: the key is listed for that person in the
+//! approvers file, the statement names exactly that draft's current revision, and the policy
+//! lets that person approve that tool for that tenant. [`check_signed`] decides the first two;
+//! [`allowed`] the third. The executing server asks both again before it runs anything, so a
+//! row written into the store by anything but this code still does not count.
+
+pub mod approvers;
+pub mod sshsig;
+pub mod statement;
+
+pub use approvers::{Approver, Approvers, Passkey, import_allowed_signers};
+pub use statement::{Kind, Outcome, Statement};
+
+use crate::error::{Error, Result};
+use crate::model::Draft;
+use crate::policy::ToolPolicy;
+
+/// How a statement was signed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signature {
+    /// An armored SSHSIG signature in the approval namespace.
+    Ssh(String),
+}
+
+impl Signature {
+    /// `ssh`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Signature::Ssh(_) => "ssh",
+        }
+    }
+
+    /// The signature as stored and shown.
+    pub fn text(&self) -> &str {
+        match self {
+            Signature::Ssh(armored) => armored,
+        }
+    }
+
+    /// The signature of `kind` from its stored text.
+    pub fn from_parts(kind: &str, text: String) -> Option<Self> {
+        match kind {
+            "ssh" => Some(Signature::Ssh(text)),
+            _ => None,
+        }
+    }
+}
+
+/// What a signed approval keeps so that anyone can check it again later: the statement's
+/// exact bytes, the signature, and the public key that made it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    pub(crate) statement: Vec<u8>,
+    pub(crate) signature: Signature,
+    pub(crate) key: String,
+}
+
+impl Evidence {
+    /// The canonical statement bytes.
+    pub fn statement(&self) -> &[u8] {
+        &self.statement
+    }
+
+    /// The signature.
+    pub fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    /// The signing key in OpenSSH form.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub(crate) fn from_parts(statement: Vec<u8>, signature: Signature, key: String) -> Self {
+        Evidence {
+            statement,
+            signature,
+            key,
+        }
+    }
+}
+
+/// A statement whose signature verified by a key listed for the approver it names.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The statement.
+    pub statement: Statement,
+    /// What to keep with the approval.
+    pub evidence: Evidence,
+}
+
+/// Parses `statement`, verifies `signature` over it, and finds the signing key in `approvers`
+/// under the name the statement gives. Times and nonce are the caller's to check.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` (`STATEMENT_FORMAT`), `SIGNATURE_INVALID`, `APPROVER_NOT_ALLOWED` (the key
+/// is not listed, or is another approver's).
+pub fn check_signed(
+    approvers: &Approvers,
+    statement: &[u8],
+    signature: &Signature,
+) -> Result<Checked> {
+    let parsed = Statement::parse(statement)?;
+    let key = match signature {
+        Signature::Ssh(armored) => sshsig::verify(statement, armored)?,
+    };
+    let owner = approvers
+        .by_ssh_key(&key)
+        .ok_or(Error::ApproverNotAllowed {
+            why: "the signing key is not in the approvers file",
+        })?;
+    if owner.name() != parsed.approver() {
+        return Err(Error::ApproverNotAllowed {
+            why: "the signing key belongs to another approver",
+        });
+    }
+    let key_text = key.to_openssh().map_err(|_| Error::SignatureInvalid {
+        why: "the signing key cannot be encoded",
+    })?;
+    Ok(Checked {
+        statement: parsed,
+        evidence: Evidence::from_parts(statement.to_vec(), signature.clone(), key_text),
+    })
+}
+
+/// Whether the policy lets `name` approve `draft`: listed in the approvers file (when there is
+/// one) for the draft's tenant, named by the tool's `approvers`, and not the proposing subject
+/// unless `self_approval` is on.
+///
+/// # Errors
+/// `APPROVER_NOT_ALLOWED`.
+pub fn allowed(
+    approvers: Option<&Approvers>,
+    tool: &ToolPolicy,
+    draft: &Draft,
+    name: &str,
+) -> Result<()> {
+    let refuse = |why| Err(Error::ApproverNotAllowed { why });
+    if let Some(file) = approvers {
+        match file.get(name) {
+            None => return refuse("the approver is not in the approvers file"),
+            Some(a) if !a.serves(draft.principal.tenant.as_deref()) => {
+                return refuse("the approver does not approve this tenant's drafts");
+            }
+            Some(_) => {}
+        }
+    }
+    if !tool.approvers.allows(name) {
+        return refuse("the approver is not listed for this tool");
+    }
+    if !tool.self_approval && draft.principal.subject.as_deref() == Some(name) {
+        return refuse("a person may not approve their own proposal");
+    }
+    Ok(())
+}
