@@ -30,7 +30,12 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
     /// Approvers file: who may approve, with their SSH keys and passkeys.
-    #[arg(long, global = true, env = "COUNTERSIGN_APPROVERS", value_name = "FILE")]
+    #[arg(
+        long,
+        global = true,
+        env = "COUNTERSIGN_APPROVERS",
+        value_name = "FILE"
+    )]
     approvers: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,

@@ -57,7 +57,10 @@ impl AuditEvent {
         let end = if value.len() <= MAX {
             value.len()
         } else {
-            (0..=MAX).rev().find(|&i| value.is_char_boundary(i)).unwrap_or(0)
+            (0..=MAX)
+                .rev()
+                .find(|&i| value.is_char_boundary(i))
+                .unwrap_or(0)
         };
         self.fields
             .insert(name, Value::String(value[..end].to_owned()));

@@ -4,14 +4,14 @@
 use countersign_canon::{Digest, Revision};
 
 use crate::action::ActionPort;
+use crate::approval::statement::CLOCK_SKEW_SECS;
+use crate::approval::{Approvers, Kind, allowed, check_signed};
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, OpStatus, Operation, RateWindow};
 use crate::owner::Liveness;
 use crate::policy::{ApproverRule, Mode, Rate, ToolPolicy};
-use crate::approval::statement::CLOCK_SKEW_SECS;
-use crate::approval::{Approvers, Kind, allowed, check_signed};
 use crate::state::{Approval, Approved, IdempotentTool, State};
 use crate::store::{Commit, Snapshot};
 

@@ -11,8 +11,8 @@ use std::time::Duration;
 use countersign_canon::{Digest, Envelope, Limits, Principal, Profile, Revision, Value};
 use countersign_replay::Ledger;
 
-use crate::audit::{Anchor, AuditEvent};
 use crate::approval::Approvers;
+use crate::audit::{Anchor, AuditEvent};
 use crate::decide::{Approving, audit, decide_approve, decide_revise};
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;

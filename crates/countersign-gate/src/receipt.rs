@@ -28,7 +28,8 @@ impl Gate {
     pub async fn receipt(&self, draft_id: &str) -> Result<Vec<u8>> {
         let draft = self.draft(draft_id).await?;
         let records = self.store.audit().await?;
-        let mine = |r: &AuditRecord| body_of(r).is_some_and(|b| text(&b, "draft") == Some(draft_id));
+        let mine =
+            |r: &AuditRecord| body_of(r).is_some_and(|b| text(&b, "draft") == Some(draft_id));
         let first = records.iter().position(mine).ok_or(Error::NotFound)?;
         let last = records.iter().rposition(mine).ok_or(Error::NotFound)?;
         let segment = &records[first..=last];
@@ -107,8 +108,16 @@ pub fn verify_receipt(
         return Err(fail("format", "not an object"));
     };
     let known = [
-        "v", "type", "draft_id", "action", "envelope", "revision", "policy", "approvals",
-        "execution", "audit",
+        "v",
+        "type",
+        "draft_id",
+        "action",
+        "envelope",
+        "revision",
+        "policy",
+        "approvals",
+        "execution",
+        "audit",
     ];
     if o.len() != known.len() || known.iter().any(|k| !o.contains_key(k)) {
         return Err(fail("format", "unexpected or missing members"));
@@ -121,7 +130,10 @@ pub fn verify_receipt(
     let envelope = text(&o, "envelope").ok_or_else(|| fail("envelope", "missing"))?;
     let revision = Revision::of_canonical(envelope.as_bytes());
     if text(&o, "revision") != Some(revision.to_hex().as_str()) {
-        return Err(fail("envelope", "the envelope does not hash to the revision"));
+        return Err(fail(
+            "envelope",
+            "the envelope does not hash to the revision",
+        ));
     }
     let env = countersign_canon::parse(envelope.as_bytes(), Profile::CountersignV1, &limits)
         .map_err(|_| fail("envelope", "not JSON"))?;
@@ -147,12 +159,22 @@ pub fn verify_receipt(
         approvals.push(check_approval(a, &id, &revision, &facts, approvers)?);
     }
     if let Some(policy) = &facts.policy {
-        let signed_count = approvals.iter().filter(|(_, how)| how != "unsigned").count();
-        let counted = if policy.signed { signed_count } else { approvals.len() };
+        let signed_count = approvals
+            .iter()
+            .filter(|(_, how)| how != "unsigned")
+            .count();
+        let counted = if policy.signed {
+            signed_count
+        } else {
+            approvals.len()
+        };
         if (counted as u64) < u64::from(policy.quorum) {
             return Err(fail(
                 "quorum",
-                format!("{counted} approvals hold; the policy needed {}", policy.quorum),
+                format!(
+                    "{counted} approvals hold; the policy needed {}",
+                    policy.quorum
+                ),
             ));
         }
     }
@@ -180,26 +202,36 @@ fn check_approval(
         }
         return Ok((a.approver.clone(), "unsigned".into()));
     };
-    let statement = Statement::parse(ev.statement.as_bytes())
-        .map_err(|e| fail(&part, e.to_string()))?;
+    let statement =
+        Statement::parse(ev.statement.as_bytes()).map_err(|e| fail(&part, e.to_string()))?;
     if statement.kind() != Kind::Approval
         || statement.approver() != a.approver
         || !statement.covers(id, revision)
     {
-        return Err(fail(part, "the statement does not approve this revision by this approver"));
+        return Err(fail(
+            part,
+            "the statement does not approve this revision by this approver",
+        ));
     }
     let Some(Signature::Ssh(armored)) = Signature::from_parts(&ev.kind, ev.signature.clone())
     else {
         return Err(fail(part, "unknown signature kind"));
     };
-    let key = sshsig::verify(statement.bytes(), &armored).map_err(|e| fail(&part, e.to_string()))?;
+    let key =
+        sshsig::verify(statement.bytes(), &armored).map_err(|e| fail(&part, e.to_string()))?;
     if key.to_openssh().ok().as_deref() != Some(ev.key.as_str()) {
-        return Err(fail(part, "the signature was made by another key than the one given"));
+        return Err(fail(
+            part,
+            "the signature was made by another key than the one given",
+        ));
     }
     if let Some(file) = approvers {
         let owner = file.by_ssh_key(&key).map(|o| o.name());
         if owner != Some(a.approver.as_str()) {
-            return Err(fail(part, "the key is not listed for this approver in the approvers file"));
+            return Err(fail(
+                part,
+                "the key is not listed for this approver in the approvers file",
+            ));
         }
     }
     Ok((a.approver.clone(), ev.kind.clone()))
@@ -267,12 +299,14 @@ impl Facts {
         );
         o.insert(
             "execution",
-            self.execution.as_ref().map_or(Value::Null, |(op, outcome)| {
-                let mut x = Object::new();
-                x.insert("operation_id", Value::String(op.clone()));
-                x.insert("outcome", Value::String(outcome.clone()));
-                Value::Object(x)
-            }),
+            self.execution
+                .as_ref()
+                .map_or(Value::Null, |(op, outcome)| {
+                    let mut x = Object::new();
+                    x.insert("operation_id", Value::String(op.clone()));
+                    x.insert("outcome", Value::String(outcome.clone()));
+                    Value::Object(x)
+                }),
         );
     }
 }
@@ -401,7 +435,8 @@ fn check_chain(records: &[AuditRecord]) -> Result<(), ReceiptError> {
             return Err(fail(part(), "its own sequence number differs"));
         }
         if let Some(p) = prev {
-            let linked = r.seq == p.seq + 1 && text(&body, "prev") == Some(p.digest.to_hex().as_str());
+            let linked =
+                r.seq == p.seq + 1 && text(&body, "prev") == Some(p.digest.to_hex().as_str());
             if !linked {
                 return Err(fail(part(), "does not follow the record before it"));
             }

@@ -46,7 +46,12 @@ impl Gate {
     }
 
     /// Checks a signed statement of `kind`: signature, key, time. Refusals are audited.
-    async fn checked(&self, statement: &[u8], signature: &Signature, event: &AuditEvent) -> Result<Checked> {
+    async fn checked(
+        &self,
+        statement: &[u8],
+        signature: &Signature,
+        event: &AuditEvent,
+    ) -> Result<Checked> {
         let checked = self
             .signers()
             .and_then(|a| check_signed(a, statement, signature))
@@ -197,7 +202,10 @@ impl Gate {
         }
         if let Some(c) = &checked {
             event = event
-                .evidence("statement", &String::from_utf8_lossy(c.evidence.statement()))
+                .evidence(
+                    "statement",
+                    &String::from_utf8_lossy(c.evidence.statement()),
+                )
                 .text("signature_kind", c.evidence.signature().kind())
                 .evidence("signature", c.evidence.signature().text())
                 .evidence("key", c.evidence.key());
@@ -207,7 +215,9 @@ impl Gate {
             let e = Error::DraftNotEditable {
                 state: current.state.name(),
             };
-            return self.refuse_audited(event, e, Some(&current.principal)).await;
+            return self
+                .refuse_audited(event, e, Some(&current.principal))
+                .await;
         };
         if let Some(c) = &checked {
             self.consume_statement(c, &event).await?;

@@ -55,7 +55,11 @@ pub(crate) fn run(ctx: &Ctx, command: ApproversCommand) -> Result<Report, Failur
                     "{}  tenant={}  ssh={}  passkeys={}\n",
                     super::gate::shown(p.name()),
                     p.tenant().map_or("*".into(), super::gate::shown),
-                    if keys.is_empty() { "-".into() } else { keys.join(",") },
+                    if keys.is_empty() {
+                        "-".into()
+                    } else {
+                        keys.join(",")
+                    },
                     p.passkeys().len()
                 ));
                 list.push(serde_json::json!({

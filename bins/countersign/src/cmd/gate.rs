@@ -246,7 +246,10 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
 }
 
 /// The stored draft with its manifest, refused when the bytes no longer hash to the revision.
-pub(crate) async fn checked(gate: &Gate, id: &str) -> Result<(Draft, countersign_canon::Manifest), Failure> {
+pub(crate) async fn checked(
+    gate: &Gate,
+    id: &str,
+) -> Result<(Draft, countersign_canon::Manifest), Failure> {
     let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
     let manifest = countersign_gate::manifest(&draft).map_err(|e| failure(&e))?;
     if manifest.revision != draft.revision {

@@ -86,7 +86,10 @@ fn verify(ctx: &Ctx, file: &std::path::Path) -> Result<Report, Failure> {
         v.revision
     );
     for (name, how) in &v.approvals {
-        human.push_str(&format!("approved by {} ({how})\n", super::gate::shown(name)));
+        human.push_str(&format!(
+            "approved by {} ({how})\n",
+            super::gate::shown(name)
+        ));
     }
     match &v.execution {
         Some((op, outcome)) => human.push_str(&format!("executed as operation {op}: {outcome}\n")),

@@ -12,8 +12,7 @@ use countersign_gate::{DraftId, Gate, Resolution};
 use ssh_key::PublicKey;
 
 use super::gate::{
-    ApproveArgs, checked, confirm, failure, load_policy, now_ms, open_gate, os_user, present,
-    shown,
+    ApproveArgs, checked, confirm, failure, load_policy, now_ms, open_gate, os_user, present, shown,
 };
 use super::ledger::{block_on, open as open_ledger, store_url};
 use crate::output::{Ctx, Failure, Report};
@@ -143,8 +142,9 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
                 return Ok(declined(&items));
             }
         }
-        let statement = Statement::new(Kind::Approval, &name, items, now_ms() / 1000, VALIDITY_SECS)
-            .map_err(|e| failure(&e))?;
+        let statement =
+            Statement::new(Kind::Approval, &name, items, now_ms() / 1000, VALIDITY_SECS)
+                .map_err(|e| failure(&e))?;
         let signature = sign(&key, &statement)?;
         let approvals = gate
             .approve_signed(statement.bytes(), &signature)
@@ -153,7 +153,11 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         let mut human = String::new();
         let mut list = Vec::new();
         for a in &approvals {
-            human.push_str(&format!("approved revision {} as {} (signed)\n", a.revision(), a.approver()));
+            human.push_str(&format!(
+                "approved revision {} as {} (signed)\n",
+                a.revision(),
+                a.approver()
+            ));
             list.push(serde_json::json!({
                 "revision": a.revision().to_hex(),
                 "approver": a.approver(),
@@ -183,7 +187,11 @@ fn declined(items: &[(DraftId, countersign_canon::Revision)]) -> Report {
 }
 
 pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
-    let outcome = if args.ran { Outcome::Ran } else { Outcome::NotRun };
+    let outcome = if args.ran {
+        Outcome::Ran
+    } else {
+        Outcome::NotRun
+    };
     let key = args.sign.as_deref().map(ssh_key_path).transpose()?;
     needs_terminal(args.yes)?;
     block_on(async {
@@ -195,7 +203,11 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
                 draft.id,
                 shown(&draft.action),
                 draft.revision,
-                if args.ran { "RAN" } else { "did NOT run (it may run once more)" }
+                if args.ran {
+                    "RAN"
+                } else {
+                    "did NOT run (it may run once more)"
+                }
             );
             if !confirm(&question)? {
                 return Ok(declined(&[(draft.id.clone(), draft.revision)]));
@@ -205,8 +217,14 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
             Some(key) => {
                 let name = signer_name(&gate, key, args.as_name.clone())?;
                 let item = vec![(draft.id.clone(), draft.revision)];
-                let s = Statement::new(Kind::Resolution(outcome), &name, item, now_ms() / 1000, VALIDITY_SECS)
-                    .map_err(|e| failure(&e))?;
+                let s = Statement::new(
+                    Kind::Resolution(outcome),
+                    &name,
+                    item,
+                    now_ms() / 1000,
+                    VALIDITY_SECS,
+                )
+                .map_err(|e| failure(&e))?;
                 let sig = sign(key, &s)?;
                 Some((s, sig))
             }

@@ -19,7 +19,8 @@ use countersign_gate::{
 use countersign_replay::{OpenOptions, StoreUrl};
 
 /// The tool every test gates.
-pub(crate) const TOOL: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\nrisk = \"external_side_effect\"\n";
+pub(crate) const TOOL: &str =
+    "[tools.\"publish_post\"]\nmode = \"approval\"\nrisk = \"external_side_effect\"\n";
 
 /// A person's SSH key pair, made by `ssh-keygen`.
 pub(crate) struct Key {
@@ -117,17 +118,25 @@ impl Env {
             .block_on(countersign_replay::open_ledger(&url, &opts))
             .expect("ledger");
         let approvers = Approvers::load(&self.approvers()).expect("approvers");
-        Gate::new(store, Arc::new(Policy::from_toml(&self.policy).expect("policy")))
-            .with_anchor(Anchor::new(anchor))
-            .with_approvers(Arc::new(approvers))
-            .with_ledger(ledger)
+        Gate::new(
+            store,
+            Arc::new(Policy::from_toml(&self.policy).expect("policy")),
+        )
+        .with_anchor(Anchor::new(anchor))
+        .with_approvers(Arc::new(approvers))
+        .with_ledger(ledger)
     }
 
     pub(crate) fn propose(&self, args: &str, tenant: Option<&str>) -> Draft {
         self.propose_as(args, tenant, None)
     }
 
-    pub(crate) fn propose_as(&self, args: &str, tenant: Option<&str>, subject: Option<&str>) -> Draft {
+    pub(crate) fn propose_as(
+        &self,
+        args: &str,
+        tenant: Option<&str>,
+        subject: Option<&str>,
+    ) -> Draft {
         rt().block_on(self.gate().propose(Proposal {
             action: "publish_post",
             args: args.as_bytes(),
@@ -142,8 +151,11 @@ impl Env {
     }
 
     pub(crate) fn revise(&self, d: &Draft, args: &str) -> Draft {
-        rt().block_on(self.gate().revise(d.id.as_str(), &d.revision.to_hex(), args.as_bytes()))
-            .expect("revise")
+        rt().block_on(
+            self.gate()
+                .revise(d.id.as_str(), &d.revision.to_hex(), args.as_bytes()),
+        )
+        .expect("revise")
     }
 
     pub(crate) fn run(&self, args: &[&str]) -> Output {
@@ -219,7 +231,11 @@ impl Env {
         (s.bytes().to_vec(), Signature::Ssh(sig))
     }
 
-    pub(crate) fn approve_with(&self, statement: &[u8], sig: &Signature) -> Result<Vec<Approval>, Error> {
+    pub(crate) fn approve_with(
+        &self,
+        statement: &[u8],
+        sig: &Signature,
+    ) -> Result<Vec<Approval>, Error> {
         rt().block_on(self.gate().approve_signed(statement, sig))
     }
 
@@ -234,7 +250,10 @@ impl Env {
                 })
             })
         });
-        rt().block_on(self.gate().execute(d.id.as_str(), &d.revision.to_hex(), op, &port))
+        rt().block_on(
+            self.gate()
+                .execute(d.id.as_str(), &d.revision.to_hex(), op, &port),
+        )
     }
 
     pub(crate) fn runs(&self) -> usize {

@@ -105,7 +105,9 @@ impl Approvers {
         let mut list = Vec::with_capacity(raw.approver.len());
         for a in raw.approver {
             if a.name.is_empty() || a.name.chars().any(char::is_control) {
-                return Err(config("an approver name is empty or holds control characters".into()));
+                return Err(config(
+                    "an approver name is empty or holds control characters".into(),
+                ));
             }
             if !names.insert(a.name.clone()) {
                 return Err(config(format!("approver {:?} is listed twice", a.name)));
@@ -189,7 +191,11 @@ fn passkey(name: &str, p: RawPasskey) -> Result<Passkey> {
             .decode(text)
             .ok()
             .filter(|b| !b.is_empty() && URL_SAFE_NO_PAD.encode(b) == text)
-            .ok_or_else(|| config(format!("approver {name:?}: passkey {what} is not base64url")))
+            .ok_or_else(|| {
+                config(format!(
+                    "approver {name:?}: passkey {what} is not base64url"
+                ))
+            })
     };
     let origin_ok = p.origin.starts_with("https://")
         || p.origin.starts_with("http://localhost")
@@ -286,14 +292,25 @@ pub fn import_allowed_signers(text: &str) -> Result<(String, Vec<String>)> {
         }
         if let Some(ns) = options.split("namespaces=").nth(1) {
             let ns = ns.trim_matches('"');
-            if !ns.split(',').any(|x| x.trim_matches('"') == super::sshsig::NAMESPACE) {
-                skipped.push(format!("line {}: not for {}", n + 1, super::sshsig::NAMESPACE));
+            if !ns
+                .split(',')
+                .any(|x| x.trim_matches('"') == super::sshsig::NAMESPACE)
+            {
+                skipped.push(format!(
+                    "line {}: not for {}",
+                    n + 1,
+                    super::sshsig::NAMESPACE
+                ));
                 continue;
             }
         }
         let key = format!("{} {}", words[key_at], words[key_at + 1]);
-        PublicKey::from_openssh(&key)
-            .map_err(|_| config(format!("allowed_signers line {}: the key does not parse", n + 1)))?;
+        PublicKey::from_openssh(&key).map_err(|_| {
+            config(format!(
+                "allowed_signers line {}: the key does not parse",
+                n + 1
+            ))
+        })?;
         for principal in words[0].trim_matches('"').split(',') {
             // One key, one person: a statement's key must name exactly one approver.
             if let Some((owner, _)) = by_name.iter().find(|(_, keys)| keys.contains(&key)) {
@@ -357,7 +374,8 @@ fn split_words(line: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
-    const ED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHK3+vrDc3J6JgxlCz4FrOaWAR0LIQBmPQwSsWbEwl3F a@x";
+    const ED: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHK3+vrDc3J6JgxlCz4FrOaWAR0LIQBmPQwSsWbEwl3F a@x";
     const SK: &str = "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAID7OzA3dl0YNrkRPXGldZTzz3rtFcyBvXz661ZmMgIS3AAAABHNzaDo= j@t";
 
     #[test]
@@ -381,9 +399,15 @@ mod tests {
             "[[approver]]\nname = \"a\"\nssh = [\"{ED}\"]\n[[approver]]\nname = \"b\"\nssh = [\"{ED}\"]\n"
         );
         assert!(Approvers::from_toml(&twice).is_err());
-        assert!(Approvers::from_toml("[[approver]]\nname = \"a\"\n[[approver]]\nname = \"a\"\n").is_err());
+        assert!(
+            Approvers::from_toml("[[approver]]\nname = \"a\"\n[[approver]]\nname = \"a\"\n")
+                .is_err()
+        );
         assert!(Approvers::from_toml("[[approver]]\nname = \"a\"\nmail = \"x\"\n").is_err());
-        assert!(Approvers::from_toml("[[approver]]\nname = \"a\"\nssh = [\"ssh-ed25519 AAAA\"]\n").is_err());
+        assert!(
+            Approvers::from_toml("[[approver]]\nname = \"a\"\nssh = [\"ssh-ed25519 AAAA\"]\n")
+                .is_err()
+        );
         let http = "[[approver]]\nname = \"a\"\npasskeys = [{ id = \"AQ\", key = \"AQ\", origin = \"http://evil.example\" }]\n";
         assert!(Approvers::from_toml(http).is_err());
     }

@@ -146,7 +146,11 @@ impl Statement {
             }
             _ => return Err(malformed("unknown type")),
         };
-        let expected = if matches!(kind, Kind::Resolution(_)) { 8 } else { 7 };
+        let expected = if matches!(kind, Kind::Resolution(_)) {
+            8
+        } else {
+            7
+        };
         if o.len() != expected {
             return Err(malformed("unexpected members"));
         }
@@ -160,7 +164,9 @@ impl Statement {
         let iat = number(&o, "iat")?;
         let exp = number(&o, "exp")?;
         if exp <= iat || exp - iat > MAX_VALIDITY_SECS {
-            return Err(malformed("exp must be after iat and at most 15 minutes later"));
+            return Err(malformed(
+                "exp must be after iat and at most 15 minutes later",
+            ));
         }
         let nonce_text = text(&o, "nonce")?;
         let nonce: [u8; 16] = URL_SAFE_NO_PAD
@@ -267,7 +273,9 @@ fn text<'a>(o: &'a Object, name: &str) -> Result<&'a str> {
 fn number(o: &Object, name: &str) -> Result<i64> {
     match o.get(name) {
         Some(Value::Number(n)) if n.fract() == 0.0 && *n >= 0.0 && *n < 9.0e15 => Ok(*n as i64),
-        _ => Err(malformed(&format!("{name} must be a whole number of seconds"))),
+        _ => Err(malformed(&format!(
+            "{name} must be a whole number of seconds"
+        ))),
     }
 }
 
