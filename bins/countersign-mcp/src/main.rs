@@ -44,6 +44,10 @@ struct Cli {
     /// Keyring file for confirmation tokens.
     #[arg(long, env = "COUNTERSIGN_KEYS")]
     keys: Option<PathBuf>,
+    /// Approvers file: who may approve, with their SSH keys and passkeys (signatures are then
+    /// required and checked again before each run, unless a tool's policy says `signed = false`).
+    #[arg(long, env = "COUNTERSIGN_APPROVERS", value_name = "FILE")]
+    approvers: Option<PathBuf>,
     /// Serve MCP over streamable HTTP at `http://ADDR/mcp` instead of stdio.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
@@ -161,6 +165,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         ledger: cli.ledger,
         config: cli.config,
         keys: cli.keys,
+        approvers: cli.approvers,
         hosted: http.is_some(),
     };
     if cli.demo {

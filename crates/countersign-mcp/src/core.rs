@@ -13,7 +13,8 @@ use std::time::Duration;
 use countersign_canon::{Limits, Principal};
 use countersign_gate::{Gate, GateStore, MemoryStore, Mode, Policy, Proposal};
 
-use countersign_replay::StoreUrl;
+use countersign_gate::approval::Approvers;
+use countersign_replay::{Ledger, StoreUrl};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
 
@@ -103,9 +104,27 @@ impl Countersign {
         policy: Option<&str>,
         confirm: Option<Confirmer>,
     ) -> Result<Self> {
+        Self::open_signed(url, policy, confirm, None).await
+    }
+
+    /// [`Countersign::open`], checking approvals against an approvers file and consuming signed
+    /// statements' nonces in `ledger` (CONTRACT.md section 9).
+    ///
+    /// # Errors
+    /// As [`Countersign::open`].
+    pub async fn open_signed(
+        url: &StoreUrl,
+        policy: Option<&str>,
+        confirm: Option<Confirmer>,
+        signers: Option<(Arc<Approvers>, Ledger)>,
+    ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
         let effective = Policy::from_toml(&effective_policy(policy)?)?;
-        let gate = Arc::new(countersign_gate::open(url, Arc::new(effective)).await?);
+        let mut gate = countersign_gate::open(url, Arc::new(effective)).await?;
+        if let Some((approvers, ledger)) = signers {
+            gate = gate.with_approvers(approvers).with_ledger(ledger);
+        }
+        let gate = Arc::new(gate);
         crate::upkeep::start(&gate).await;
         Ok(Countersign {
             gate,
@@ -205,6 +224,7 @@ impl Countersign {
         approval_required(
             &draft,
             "a person must approve this exact revision before it runs",
+            quorum(&self.gate, &draft),
         )
     }
 
@@ -234,22 +254,31 @@ impl Countersign {
     }
 }
 
+/// Approvals counted so far and needed, when the tool's policy names a quorum.
+pub(crate) fn quorum(gate: &Gate, draft: &countersign_gate::Draft) -> Option<(u32, u32)> {
+    let need = gate.policy().lookup(&draft.action).ok()?.quorum?;
+    let have = u32::try_from(draft.state.approvals().len()).unwrap_or(u32::MAX);
+    Some((have, need))
+}
+
 /// The `APPROVAL_REQUIRED` result for `draft`.
 pub(crate) fn approval_required(
     draft: &countersign_gate::Draft,
     why: &str,
+    approvals: Option<(u32, u32)>,
 ) -> Result<CallToolResult> {
     let message = format!(
         "{why}: ask a person to run `countersign approve {} {}`, then call countersign_execute with this draft_id, revision and a new operation_id",
         draft.id, draft.revision
     );
-    approval_required_saying(draft, &message)
+    approval_required_saying(draft, &message, approvals)
 }
 
 /// The `APPROVAL_REQUIRED` result for `draft`, with `message` as the whole message.
 pub(crate) fn approval_required_saying(
     draft: &countersign_gate::Draft,
     message: &str,
+    approvals: Option<(u32, u32)>,
 ) -> Result<CallToolResult> {
     let manifest = countersign_gate::manifest(draft)?;
     let revision = draft.revision.to_hex();
@@ -258,6 +287,9 @@ pub(crate) fn approval_required_saying(
     rest.insert("revision".into(), revision.into());
     rest.insert("envelope".into(), envelope_text(draft).into());
     rest.insert("manifest".into(), manifest.entries_json());
+    if let Some((have, need)) = approvals {
+        rest.insert("approvals".into(), json!({ "have": have, "need": need }));
+    }
     Ok(refusal(
         "APPROVAL_REQUIRED",
         message,

@@ -283,6 +283,7 @@ impl Asked<'_> {
 
     /// `APPROVAL_REQUIRED` for `draft`, saying where else it can be approved.
     fn undecided(&self, draft: &Draft, why: &str) -> Result<Next> {
+        let approvals = crate::core::quorum(self.core.gate(), draft);
         let result = match self.channel {
             ApprovalChannel::Elicitation => approval_required_saying(
                 draft,
@@ -290,8 +291,9 @@ impl Asked<'_> {
                     "{why}: the policy lets a person approve {} only inside the host (approval = \"elicitation\"), so `countersign approve` cannot approve this draft; call the tool again from a host that supports elicitation",
                     show_escaped(&draft.action).0
                 ),
+                approvals,
             )?,
-            _ => approval_required(draft, why)?,
+            _ => approval_required(draft, why, approvals)?,
         };
         Ok(Next::Respond(result.into()))
     }

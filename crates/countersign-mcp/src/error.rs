@@ -115,12 +115,18 @@ impl Error {
             }
             _ => {}
         }
+        let mut rest = Map::new();
+        if let Error::Gate(e) = self
+            && let Some((have, need)) = e.approvals()
+        {
+            rest.insert("approvals".into(), json!({ "have": have, "need": need }));
+        }
         refusal(
             self.code(),
             &self.to_string(),
             self.retryable(),
             extra,
-            Map::new(),
+            rest,
         )
     }
 }

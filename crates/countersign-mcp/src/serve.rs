@@ -4,8 +4,10 @@
 //! key file stops the server with a clear error instead of failing the first call (fail closed).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use countersign_canon::Limits;
+use countersign_gate::approval::Approvers;
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_token::TokenConfig;
 use rmcp::{ServerHandler, ServiceExt};
@@ -27,6 +29,9 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// `--keys FILE` (else `COUNTERSIGN_KEYS`, `COUNTERSIGN_TOKEN_SECRET`, or an ephemeral key).
     pub keys: Option<PathBuf>,
+    /// `--approvers FILE` (else `COUNTERSIGN_APPROVERS`): who may approve, with their keys.
+    /// Read once at start; a file others may write stops the server.
+    pub approvers: Option<PathBuf>,
     /// Served over the network (`--http`): an ephemeral token key is refused, since a token
     /// minted by one replica or before a restart would fail everywhere else.
     pub hosted: bool,
@@ -70,9 +75,13 @@ impl Options {
         for note in &settings.notes {
             tracing::warn!("{note}");
         }
+        let signers = match &self.approvers {
+            Some(path) => Some((Arc::new(Approvers::load(path)?), ledger.clone())),
+            None => None,
+        };
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
         let policy = policy.as_deref().or(fallback);
-        Countersign::open(&url, policy, Some(confirmer)).await
+        Countersign::open_signed(&url, policy, Some(confirmer), signers).await
     }
 }
 

@@ -15,4 +15,5 @@ mod matrix;
 mod proxy;
 mod replicas;
 mod revisions;
+mod signed;
 mod third_party;
