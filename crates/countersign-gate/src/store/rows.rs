@@ -185,3 +185,34 @@ pub(crate) fn hidden_from_row(text: &str) -> Result<Vec<String>> {
 pub(crate) fn revision_from_row(text: &str) -> Result<Revision> {
     text.parse().map_err(|_| corrupt("revision"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows written before quorums and signatures hold one approval at the top level; they
+    /// still read as one unsigned approval.
+    #[test]
+    fn an_approval_row_of_the_earlier_layout_still_reads() {
+        let revision = Revision::of_canonical(b"{}");
+        let legacy = json!({
+            "revision": revision.to_hex(),
+            "approver": "tester",
+            "channel": "cli",
+            "approved_at": 5,
+            "expires_at": 9,
+        })
+        .to_string();
+        let state = state_from_row("approved", &legacy).expect("reads");
+        let [a] = state.approvals() else {
+            panic!("one approval: {state:?}");
+        };
+        assert_eq!(
+            (a.approver(), a.approved_at(), a.expires_at()),
+            ("tester", 5, 9)
+        );
+        assert!(a.evidence().is_none());
+        let (name, detail) = state_to_row(&state);
+        assert_eq!(state_from_row(name, &detail).expect("round trip"), state);
+    }
+}
