@@ -369,7 +369,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
 }
 
 /// Whether executing `draft` could call the action: open, or a retry the gate allows (after a
-/// transient failure, or after an unknown outcome of a tool the policy calls idempotent).
+/// retryable failure, or after an unknown outcome of a tool the policy calls idempotent).
 fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::Policy) -> bool {
     use countersign_gate::State;
     match &draft.state {

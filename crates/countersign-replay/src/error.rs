@@ -41,7 +41,7 @@ impl Error {
     }
 
     /// Whether trying again later may succeed (the MCP `retryable` flag).
-    pub fn is_retryable(&self) -> bool {
+    pub fn retryable(&self) -> bool {
         matches!(self, Error::Unavailable(_) | Error::Full(_))
     }
 
@@ -78,7 +78,7 @@ mod tests {
         let msg = Error::Full(10).to_string();
         assert_eq!(msg, "replay ledger is full (10 live entries)");
         assert!(!msg.ends_with('.'));
-        assert!(Error::Full(1).is_retryable());
-        assert!(!Error::InvalidNonce(0).is_retryable());
+        assert!(Error::Full(1).retryable());
+        assert!(!Error::InvalidNonce(0).retryable());
     }
 }

@@ -186,7 +186,7 @@ async fn assert_down(url: StoreUrl) {
         .await
         .expect_err("a closed port must not open");
     assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
-    assert!(err.is_retryable());
+    assert!(err.retryable());
 }
 
 #[tokio::test]

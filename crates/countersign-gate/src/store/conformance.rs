@@ -70,10 +70,10 @@ pub struct CountingAction {
     pub calls: AtomicUsize,
     /// How long each call takes.
     pub delay: Duration,
-    /// Fail the first this-many calls (transient when `transient`).
+    /// Fail the first this-many calls (retryable when `retryable`).
     pub fail_first: usize,
-    /// Whether those failures are transient.
-    pub transient: bool,
+    /// Whether those failures are retryable.
+    pub retryable: bool,
 }
 
 #[async_trait::async_trait]
@@ -84,8 +84,8 @@ impl ActionPort for CountingAction {
             tokio::time::sleep(self.delay).await;
         }
         if n < self.fail_first {
-            return Err(if self.transient {
-                ActionError::transient("try later")
+            return Err(if self.retryable {
+                ActionError::retryable("try later")
             } else {
                 ActionError::terminal("refused upstream")
             });
@@ -514,7 +514,7 @@ async fn failures(store: Arc<dyn GateStore>) {
     let g = gate(store, ManualClock::at(T0));
     let flaky = CountingAction {
         fail_first: 1,
-        transient: true,
+        retryable: true,
         ..CountingAction::default()
     };
     let d = approved(&g, "publish_post", r#"{"title":"flaky"}"#).await;
