@@ -61,7 +61,7 @@ impl AuditEvent {
     pub fn outcome(self, result: std::result::Result<(), &Error>) -> Self {
         match result {
             Ok(()) => self.text("code", "ok"),
-            Err(e) => self.text("code", e.code()),
+            Err(e) => self.text("code", e.code().as_str()),
         }
     }
 }

@@ -4,6 +4,10 @@
 //! `code()` and `retryable()` means that mapping happens in exactly one place and a new refusal
 //! cannot reach a client without a code.
 
+use std::fmt;
+
+use countersign_canon::ErrorClass;
+
 use crate::privacy::SecretKind;
 
 /// Every way a gate operation can fail or refuse.
@@ -98,28 +102,124 @@ pub enum Error {
     Config(String),
 }
 
+/// The code of an [`Error`]: the codes of CONTRACT.md section 8, and `STORE_TAMPERED` and
+/// `CONFIG_INVALID`, the gate's own additions for cases the contract's list does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `INVALID_ARGUMENT`.
+    InvalidArgument,
+    /// `PRIVACY_BLOCKED`.
+    PrivacyBlocked,
+    /// `POLICY_DENIED`.
+    PolicyDenied,
+    /// `NOT_FOUND`.
+    NotFound,
+    /// `APPROVAL_REQUIRED`.
+    ApprovalRequired,
+    /// `APPROVAL_REJECTED`.
+    ApprovalRejected,
+    /// `STALE_REVISION`: a stale revision, or a tool definition that changed.
+    StaleRevision,
+    /// `DRAFT_NOT_EDITABLE`.
+    DraftNotEditable,
+    /// `OPERATION_ID_CONFLICT`.
+    OperationIdConflict,
+    /// `OPERATION_IN_PROGRESS`.
+    OperationInProgress,
+    /// `OUTCOME_UNKNOWN`.
+    OutcomeUnknown,
+    /// `RATE_LIMITED`.
+    RateLimited,
+    /// `QUOTA_EXCEEDED`.
+    QuotaExceeded,
+    /// `UPSTREAM_ERROR`.
+    UpstreamError,
+    /// `STORE_UNAVAILABLE`.
+    StoreUnavailable,
+    /// `STORE_TAMPERED`.
+    StoreTampered,
+    /// `CONFIG_INVALID`.
+    ConfigInvalid,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `STALE_REVISION`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::PrivacyBlocked => "PRIVACY_BLOCKED",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::ApprovalRejected => "APPROVAL_REJECTED",
+            ErrorCode::StaleRevision => "STALE_REVISION",
+            ErrorCode::DraftNotEditable => "DRAFT_NOT_EDITABLE",
+            ErrorCode::OperationIdConflict => "OPERATION_ID_CONFLICT",
+            ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::UpstreamError => "UPSTREAM_ERROR",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::StoreTampered => "STORE_TAMPERED",
+            ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+        }
+    }
+
+    /// What kind of failure the code names: invalid arguments are invalid input, a store that
+    /// cannot be reached or a configuration that cannot work is the environment, and every
+    /// other code is the gate saying no.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::InvalidArgument => ErrorClass::Input,
+            ErrorCode::StoreUnavailable | ErrorCode::ConfigInvalid => ErrorClass::Environment,
+            ErrorCode::PrivacyBlocked
+            | ErrorCode::PolicyDenied
+            | ErrorCode::NotFound
+            | ErrorCode::ApprovalRequired
+            | ErrorCode::ApprovalRejected
+            | ErrorCode::StaleRevision
+            | ErrorCode::DraftNotEditable
+            | ErrorCode::OperationIdConflict
+            | ErrorCode::OperationInProgress
+            | ErrorCode::OutcomeUnknown
+            | ErrorCode::RateLimited
+            | ErrorCode::QuotaExceeded
+            | ErrorCode::UpstreamError
+            | ErrorCode::StoreTampered => ErrorClass::Refusal,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Error {
     /// The contract code (CONTRACT.md section 8; `STORE_TAMPERED` and `CONFIG_INVALID` are the
     /// gate's own additions for cases the contract's list does not name).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Error::PrivacyBlocked { .. } => "PRIVACY_BLOCKED",
-            Error::PolicyDenied { .. } => "POLICY_DENIED",
-            Error::NotFound => "NOT_FOUND",
-            Error::ApprovalRequired => "APPROVAL_REQUIRED",
-            Error::ApprovalRejected => "APPROVAL_REJECTED",
-            Error::StaleRevision | Error::ToolChanged => "STALE_REVISION",
-            Error::DraftNotEditable { .. } => "DRAFT_NOT_EDITABLE",
-            Error::OperationIdConflict => "OPERATION_ID_CONFLICT",
-            Error::OperationInProgress => "OPERATION_IN_PROGRESS",
-            Error::OutcomeUnknown => "OUTCOME_UNKNOWN",
-            Error::RateLimited { .. } => "RATE_LIMITED",
-            Error::QuotaExceeded { .. } => "QUOTA_EXCEEDED",
-            Error::Upstream { .. } => "UPSTREAM_ERROR",
-            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
-            Error::Tampered => "STORE_TAMPERED",
-            Error::Config(_) => "CONFIG_INVALID",
+            Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
+            Error::PrivacyBlocked { .. } => ErrorCode::PrivacyBlocked,
+            Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
+            Error::NotFound => ErrorCode::NotFound,
+            Error::ApprovalRequired => ErrorCode::ApprovalRequired,
+            Error::ApprovalRejected => ErrorCode::ApprovalRejected,
+            Error::StaleRevision | Error::ToolChanged => ErrorCode::StaleRevision,
+            Error::DraftNotEditable { .. } => ErrorCode::DraftNotEditable,
+            Error::OperationIdConflict => ErrorCode::OperationIdConflict,
+            Error::OperationInProgress => ErrorCode::OperationInProgress,
+            Error::OutcomeUnknown => ErrorCode::OutcomeUnknown,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            Error::Upstream { .. } => ErrorCode::UpstreamError,
+            Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
+            Error::Tampered => ErrorCode::StoreTampered,
+            Error::Config(_) => ErrorCode::ConfigInvalid,
         }
     }
 
@@ -146,10 +246,50 @@ impl Error {
         }
     }
 
-    pub(crate) fn store(err: impl std::fmt::Display) -> Self {
+    pub(crate) fn store(err: impl fmt::Display) -> Self {
         Error::StoreUnavailable(err.to_string())
     }
 }
 
 /// Shorthand for gate results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::{Error, ErrorClass, ErrorCode};
+
+    #[test]
+    fn codes_keep_their_contract_spelling_and_class() {
+        for (code, text, class) in [
+            (
+                ErrorCode::InvalidArgument,
+                "INVALID_ARGUMENT",
+                ErrorClass::Input,
+            ),
+            (
+                ErrorCode::StaleRevision,
+                "STALE_REVISION",
+                ErrorClass::Refusal,
+            ),
+            (
+                ErrorCode::StoreTampered,
+                "STORE_TAMPERED",
+                ErrorClass::Refusal,
+            ),
+            (
+                ErrorCode::StoreUnavailable,
+                "STORE_UNAVAILABLE",
+                ErrorClass::Environment,
+            ),
+            (
+                ErrorCode::ConfigInvalid,
+                "CONFIG_INVALID",
+                ErrorClass::Environment,
+            ),
+        ] {
+            assert_eq!((code.as_str(), code.class()), (text, class));
+            assert_eq!(code.to_string(), text);
+        }
+        assert_eq!(Error::ToolChanged.code(), ErrorCode::StaleRevision);
+    }
+}

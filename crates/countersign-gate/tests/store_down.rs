@@ -85,7 +85,10 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
         .execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
         .await
         .expect_err("down");
-    assert_eq!((e.code(), e.retryable()), ("STORE_UNAVAILABLE", true));
+    assert_eq!(
+        (e.code().as_str(), e.retryable()),
+        ("STORE_UNAVAILABLE", true)
+    );
     assert_eq!(action.calls.load(Ordering::SeqCst), 0);
     let e = g
         .approve(
@@ -96,7 +99,7 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
         )
         .await
         .expect_err("down");
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     // Back up: the approval was never consumed, so the run happens now, once.
     store.down.store(false, Ordering::SeqCst);
     g.execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
@@ -113,5 +116,5 @@ async fn an_unreachable_postgres_is_store_unavailable() {
     let e = countersign_gate::open_store(&url)
         .await
         .expect_err("unreachable");
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
 }

@@ -200,7 +200,7 @@ impl Asked<'_> {
         principal: &Principal,
     ) -> Result<Next> {
         let mismatch = || Error::ConfirmationInvalid {
-            reason: "TOKEN_BINDING_MISMATCH",
+            reason: countersign_token::ErrorCode::TokenBindingMismatch,
         };
         let (Some(confirmer), Some((draft_id, answer))) =
             (self.core.confirmer(), answer_in(request))

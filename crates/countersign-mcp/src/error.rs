@@ -4,6 +4,9 @@
 //! and `structuredContent.error.{code,message,retryable}`, never a protocol error. Keeping the
 //! mapping here means a new refusal cannot reach a client without its contract code.
 
+use std::fmt;
+
+use countersign_canon::ErrorClass;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
@@ -31,7 +34,7 @@ pub enum Error {
     #[error("confirmation token refused: {reason}")]
     ConfirmationInvalid {
         /// The token error code, e.g. `TOKEN_REPLAYED`.
-        reason: &'static str,
+        reason: countersign_token::ErrorCode,
     },
     /// The gated tool ran and failed, or the upstream could not be reached.
     #[error("upstream error: {message}")]
@@ -52,18 +55,68 @@ pub enum Error {
     StoreUnavailable(String),
 }
 
+/// The code of an [`Error`]: a code the gate also gives, or one only this layer gives
+/// (CONTRACT.md section 8), so every contract spelling has exactly one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// A code of the gate's, e.g. `APPROVAL_REQUIRED` or `INVALID_ARGUMENT`.
+    Gate(countersign_gate::ErrorCode),
+    /// `CONFIRMATION_REQUIRED`.
+    ConfirmationRequired,
+    /// `CONFIRMATION_INVALID`.
+    ConfirmationInvalid,
+    /// `TRANSPORT_ERROR`.
+    TransportError,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `CONFIRMATION_REQUIRED`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Gate(code) => code.as_str(),
+            ErrorCode::ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            ErrorCode::ConfirmationInvalid => "CONFIRMATION_INVALID",
+            ErrorCode::TransportError => "TRANSPORT_ERROR",
+        }
+    }
+
+    /// What kind of failure the code names: the gate's codes as the gate says, a missing or
+    /// failed confirmation is a refusal, a broken connection is the environment.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::Gate(code) => code.class(),
+            ErrorCode::ConfirmationRequired | ErrorCode::ConfirmationInvalid => ErrorClass::Refusal,
+            ErrorCode::TransportError => ErrorClass::Environment,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<countersign_gate::ErrorCode> for ErrorCode {
+    fn from(code: countersign_gate::ErrorCode) -> Self {
+        ErrorCode::Gate(code)
+    }
+}
+
 impl Error {
     /// The contract code (CONTRACT.md section 8).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
+        use countersign_gate::ErrorCode as Gate;
         match self {
-            Error::Gate(e) => e.code(),
-            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Error::ConfirmationRequired => "CONFIRMATION_REQUIRED",
-            Error::ConfirmationInvalid { .. } => "CONFIRMATION_INVALID",
-            Error::Upstream { .. } => "UPSTREAM_ERROR",
-            Error::Config(_) => "CONFIG_INVALID",
-            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
-            Error::Transport(_) => "TRANSPORT_ERROR",
+            Error::Gate(e) => e.code().into(),
+            Error::InvalidArgument { .. } => Gate::InvalidArgument.into(),
+            Error::ConfirmationRequired => ErrorCode::ConfirmationRequired,
+            Error::ConfirmationInvalid { .. } => ErrorCode::ConfirmationInvalid,
+            Error::Upstream { .. } => Gate::UpstreamError.into(),
+            Error::Config(_) => Gate::ConfigInvalid.into(),
+            Error::StoreUnavailable(_) => Gate::StoreUnavailable.into(),
+            Error::Transport(_) => ErrorCode::TransportError,
         }
     }
 
@@ -106,7 +159,7 @@ impl Error {
                 extra.insert("rule".into(), (*rule).into());
             }
             Error::ConfirmationInvalid { reason } => {
-                extra.insert("reason".into(), (*reason).into());
+                extra.insert("reason".into(), reason.as_str().into());
             }
             Error::Gate(e) => {
                 if let Some(after) = e.retry_after() {
@@ -116,7 +169,7 @@ impl Error {
             _ => {}
         }
         refusal(
-            self.code(),
+            self.code().as_str(),
             &self.to_string(),
             self.retryable(),
             extra,

@@ -439,7 +439,7 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         let mut response = match self.dispatch(request, context).await {
             Ok(response) => response,
             Err(e) => {
-                tracing::info!(tool = %name, code = e.code(), "tool call refused");
+                tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
                 e.to_result().into()
             }
         };

@@ -4,6 +4,8 @@
 //! at the code can never mistake a broken store for an acceptance. The variants exist for people
 //! reading logs and for tests, not for callers to branch into "accept anyway".
 
+use countersign_canon::ErrorClass;
+
 /// A replay-ledger failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -28,15 +30,53 @@ pub enum Error {
     InvalidNonce(usize),
 }
 
+/// The code of an [`Error`] (CONTRACT.md sections 5 and 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `STORE_UNAVAILABLE`: every way a ledger can fail to answer.
+    StoreUnavailable,
+    /// `INVALID_STORE_URL`.
+    InvalidStoreUrl,
+    /// `INVALID_ARGUMENT`.
+    InvalidArgument,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `STORE_UNAVAILABLE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::InvalidStoreUrl => "INVALID_STORE_URL",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+        }
+    }
+
+    /// What kind of failure the code names: a ledger that cannot answer is the environment, a
+    /// wrong store URL or nonce is invalid input.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::StoreUnavailable => ErrorClass::Environment,
+            ErrorCode::InvalidStoreUrl | ErrorCode::InvalidArgument => ErrorClass::Input,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Error {
     /// The contract error code (CONTRACT.md sections 5 and 8).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             Error::Unavailable(_) | Error::Full(_) | Error::BackendDisabled(_) | Error::Home(_) => {
-                "STORE_UNAVAILABLE"
+                ErrorCode::StoreUnavailable
             }
-            Error::InvalidUrl(_) => "INVALID_STORE_URL",
-            Error::InvalidNonce(_) => "INVALID_ARGUMENT",
+            Error::InvalidUrl(_) => ErrorCode::InvalidStoreUrl,
+            Error::InvalidNonce(_) => ErrorCode::InvalidArgument,
         }
     }
 
@@ -57,7 +97,7 @@ impl Error {
 
 #[cfg(test)]
 mod tests {
-    use super::Error;
+    use super::{Error, ErrorCode};
 
     #[test]
     fn every_backend_failure_is_store_unavailable() {
@@ -67,10 +107,14 @@ mod tests {
             Error::BackendDisabled("redis"),
             Error::Home("no home".into()),
         ] {
-            assert_eq!(err.code(), "STORE_UNAVAILABLE", "{err}");
+            assert_eq!(err.code(), ErrorCode::StoreUnavailable, "{err}");
+            assert_eq!(err.code().as_str(), "STORE_UNAVAILABLE");
         }
-        assert_eq!(Error::InvalidUrl("x".into()).code(), "INVALID_STORE_URL");
-        assert_eq!(Error::InvalidNonce(0).code(), "INVALID_ARGUMENT");
+        assert_eq!(
+            Error::InvalidUrl("x".into()).code().as_str(),
+            "INVALID_STORE_URL"
+        );
+        assert_eq!(Error::InvalidNonce(0).code().as_str(), "INVALID_ARGUMENT");
     }
 
     #[test]
