@@ -347,7 +347,7 @@ impl Anchor {
         };
         write(&mut guard).map_err(|e| {
             *guard = None;
-            Error::store(format!("cannot write audit anchor: {e}"))
+            Error::store_failed("cannot write audit anchor", e)
         })
     }
 }

@@ -5,6 +5,7 @@
 //! cannot reach a client without a code.
 
 use std::fmt;
+use std::sync::Arc;
 
 use countersign_canon::ErrorClass;
 
@@ -93,7 +94,7 @@ pub enum Error {
     },
     /// The store cannot be reached; nothing was done.
     #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] StoreFailure),
     /// The stored bytes no longer hash to the stored revision: someone edited the store.
     #[error("stored canonical bytes do not match the stored revision; the store was tampered with")]
     Tampered,
@@ -246,8 +247,60 @@ impl Error {
         }
     }
 
-    pub(crate) fn store(err: impl fmt::Display) -> Self {
-        Error::StoreUnavailable(err.to_string())
+    /// A store failure with no error behind it (a malformed row, a poisoned lock).
+    pub(crate) fn store(why: impl fmt::Display) -> Self {
+        Error::StoreUnavailable(StoreFailure::new(why.to_string()))
+    }
+
+    /// A store failure while doing `what`, caused by `err`.
+    pub(crate) fn store_failed(
+        what: impl fmt::Display,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::StoreUnavailable(StoreFailure::with_source(format!("{what}: {err}"), err))
+    }
+}
+
+/// Why a store failed: the whole message, and the error behind it when there is one, kept as
+/// its `source`. Shared, so [`Error`] stays `Clone`.
+#[derive(Debug, Clone)]
+pub struct StoreFailure {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreFailure {
+    /// A failure with a message (lower case, no final period) and nothing behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        StoreFailure {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure with a message and the error that caused it.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreFailure {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -256,6 +309,8 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::{Error, ErrorClass, ErrorCode};
 
     #[test]
@@ -291,5 +346,21 @@ mod tests {
             assert_eq!(code.to_string(), text);
         }
         assert_eq!(Error::ToolChanged.code(), ErrorCode::StaleRevision);
+    }
+
+    #[test]
+    fn a_store_failure_keeps_its_cause_behind_the_same_text() {
+        let e = Error::store_failed("sqlite", std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "store unavailable: sqlite: disk full");
+        let failure = e.source().expect("the store failure");
+        assert_eq!(failure.to_string(), "sqlite: disk full");
+        let cause = failure.source().expect("the io error");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some());
+        assert!(
+            Error::store("lock poisoned")
+                .source()
+                .and_then(|f| f.source())
+                .is_none()
+        );
     }
 }

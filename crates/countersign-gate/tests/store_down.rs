@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
 use countersign_gate::store::conformance::{CountingAction, ManualClock, approved, gate};
 use countersign_gate::store::{GateStore, Step, TxKeys};
-use countersign_gate::{Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord};
+use countersign_gate::{
+    Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord, StoreFailure,
+};
 
 /// A memory store whose connection can be cut.
 #[derive(Debug, Default)]
@@ -19,7 +21,9 @@ struct Flaky {
 impl Flaky {
     fn check(&self) -> Result<(), Error> {
         if self.down.load(Ordering::SeqCst) {
-            Err(Error::StoreUnavailable("connection refused".into()))
+            Err(Error::StoreUnavailable(StoreFailure::new(
+                "connection refused",
+            )))
         } else {
             Ok(())
         }

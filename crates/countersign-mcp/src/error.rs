@@ -52,7 +52,7 @@ pub enum Error {
     Transport(String),
     /// A store or ledger cannot be reached; nothing was done.
     #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The code of an [`Error`]: a code the gate also gives, or one only this layer gives

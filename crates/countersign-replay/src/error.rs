@@ -5,6 +5,7 @@
 //! reading logs and for tests, not for callers to branch into "accept anyway".
 
 use countersign_canon::ErrorClass;
+use countersign_token::GuardError;
 
 /// A replay-ledger failure.
 #[derive(Debug, thiserror::Error)]
@@ -12,7 +13,7 @@ use countersign_canon::ErrorClass;
 pub enum Error {
     /// The backing store could not be reached or failed mid-operation; nothing was consumed.
     #[error("replay store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] GuardError),
     /// The memory ledger holds its configured maximum of live entries and refuses new ones.
     #[error("replay ledger is full ({0} live entries)")]
     Full(usize),
@@ -90,8 +91,16 @@ impl Error {
         not(any(feature = "sqlite", feature = "postgres", feature = "redis")),
         allow(dead_code)
     )]
-    pub(crate) fn unavailable(what: &str, err: impl std::fmt::Display) -> Self {
-        Error::Unavailable(format!("{what}: {err}"))
+    pub(crate) fn unavailable(
+        what: &str,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Unavailable(GuardError::with_source(format!("{what}: {err}"), err))
+    }
+
+    /// A ledger failure with no error behind it (a malformed record, a busy database).
+    pub(crate) fn unavailable_because(why: impl Into<String>) -> Self {
+        Error::Unavailable(GuardError::new(why))
     }
 }
 
@@ -102,7 +111,7 @@ mod tests {
     #[test]
     fn every_backend_failure_is_store_unavailable() {
         for err in [
-            Error::Unavailable("x".into()),
+            Error::unavailable_because("x"),
             Error::Full(3),
             Error::BackendDisabled("redis"),
             Error::Home("no home".into()),

@@ -8,6 +8,8 @@ use std::fmt;
 
 use countersign_canon::ErrorClass;
 
+use crate::replay::GuardError;
+
 /// A claim of the token that did not match the call it was presented with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -122,7 +124,7 @@ pub enum Error {
     Replayed,
     /// The replay ledger could not be asked; the token is refused, never accepted unconsumed.
     #[error("replay store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] GuardError),
     /// A secret decodes to fewer than 32 bytes.
     #[error("secret is {0} bytes; at least 32 are required")]
     SecretTooShort(usize),
