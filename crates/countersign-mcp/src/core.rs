@@ -18,7 +18,7 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
-use crate::error::{Error, Result, refusal};
+use crate::error::{Error, Result, ShownDraft};
 use crate::tooldef::{Marking, ToolDigests, is_read_only};
 
 /// How one tool's calls are handled.
@@ -252,19 +252,17 @@ pub(crate) fn approval_required_saying(
     message: &str,
 ) -> Result<CallToolResult> {
     let manifest = countersign_gate::manifest(draft)?;
-    let revision = draft.revision.to_hex();
-    let mut rest = Map::new();
-    rest.insert("draft_id".into(), draft.id.as_str().into());
-    rest.insert("revision".into(), revision.into());
-    rest.insert("envelope".into(), envelope_text(draft).into());
-    rest.insert("manifest".into(), manifest.entries_json());
-    Ok(refusal(
-        "APPROVAL_REQUIRED",
-        message,
-        true,
-        Map::new(),
-        rest,
-    ))
+    let draft = ShownDraft::new(
+        draft.id.as_str().to_owned(),
+        draft.revision.to_hex(),
+        envelope_text(draft),
+        manifest.entries_json(),
+    );
+    Ok(Error::AwaitingApproval {
+        message: message.to_owned(),
+        draft: Box::new(draft),
+    }
+    .to_result())
 }
 
 /// The canonical envelope text of a draft.

@@ -53,6 +53,61 @@ pub enum Error {
     /// A store or ledger cannot be reached; nothing was done.
     #[error("store unavailable: {0}")]
     StoreUnavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The raw arguments of a call break the canonical rules, found before the call is parsed.
+    #[error("{} at byte {offset}: {}", source.code(), source.message())]
+    Unreadable {
+        /// The canonical rule broken, where the canonicalizer found it.
+        #[source]
+        source: countersign_canon::Error,
+        /// The byte offset in the request line.
+        offset: usize,
+    },
+    /// A tool's own check of its arguments failed; the message is the tool's.
+    #[error("{0}")]
+    ToolInput(String),
+    /// A call that made (or found) a draft awaiting a person's approval.
+    #[error("{message}")]
+    AwaitingApproval {
+        /// What the agent should do now.
+        message: String,
+        /// The draft, as the agent is shown it.
+        draft: Box<ShownDraft>,
+    },
+    /// A person declined the call in the host (elicitation); the draft is rejected.
+    #[error("a person declined this call in the host; the draft is rejected and will not run")]
+    DeclinedInHost {
+        /// The draft's id.
+        draft_id: String,
+        /// The revision the person declined.
+        revision: String,
+    },
+}
+
+/// A draft as a refusal shows it to the agent: what it must quote to run it, and what a person
+/// will be asked to approve.
+#[derive(Debug, Clone)]
+pub struct ShownDraft {
+    draft_id: String,
+    revision: String,
+    envelope: String,
+    manifest: Value,
+}
+
+impl ShownDraft {
+    /// The draft's id and revision, its canonical envelope text and its manifest.
+    pub(crate) fn new(
+        draft_id: String,
+        revision: String,
+        envelope: String,
+        manifest: Value,
+    ) -> Self {
+        ShownDraft {
+            draft_id,
+            revision,
+            envelope,
+            manifest,
+        }
+    }
 }
 
 /// The code of an [`Error`]: a code the gate also gives, or one only this layer gives
@@ -110,13 +165,17 @@ impl Error {
         use countersign_gate::ErrorCode as Gate;
         match self {
             Error::Gate(e) => e.code().into(),
-            Error::InvalidArgument { .. } => Gate::InvalidArgument.into(),
+            Error::InvalidArgument { .. } | Error::Unreadable { .. } | Error::ToolInput(_) => {
+                Gate::InvalidArgument.into()
+            }
             Error::ConfirmationRequired => ErrorCode::ConfirmationRequired,
             Error::ConfirmationInvalid { .. } => ErrorCode::ConfirmationInvalid,
             Error::Upstream { .. } => Gate::UpstreamError.into(),
             Error::Config(_) => Gate::ConfigInvalid.into(),
             Error::StoreUnavailable(_) => Gate::StoreUnavailable.into(),
             Error::Transport(_) => ErrorCode::TransportError,
+            Error::AwaitingApproval { .. } => Gate::ApprovalRequired.into(),
+            Error::DeclinedInHost { .. } => Gate::ApprovalRejected.into(),
         }
     }
 
@@ -124,7 +183,9 @@ impl Error {
     pub fn retryable(&self) -> bool {
         match self {
             Error::Gate(e) => e.retryable(),
-            Error::ConfirmationRequired | Error::StoreUnavailable(_) => true,
+            Error::ConfirmationRequired
+            | Error::StoreUnavailable(_)
+            | Error::AwaitingApproval { .. } => true,
             Error::Upstream { retryable, .. } => *retryable,
             _ => false,
         }
@@ -148,9 +209,11 @@ impl Error {
         }
     }
 
-    /// The tool result an agent sees for this error.
+    /// The tool result an agent sees for this error: the one place a refusal becomes a tool
+    /// result.
     pub fn to_result(&self) -> CallToolResult {
         let mut extra = Map::new();
+        let mut rest = Map::new();
         match self {
             Error::InvalidArgument { rule, .. } => {
                 extra.insert("rule".into(), (*rule).into());
@@ -160,6 +223,26 @@ impl Error {
             }
             Error::ConfirmationInvalid { reason } => {
                 extra.insert("reason".into(), reason.as_str().into());
+            }
+            Error::Unreadable { source, offset } => {
+                extra.insert("rule".into(), source.code().as_str().into());
+                extra.insert("offset".into(), (*offset).into());
+            }
+            Error::AwaitingApproval { draft, .. } => {
+                let ShownDraft {
+                    draft_id,
+                    revision,
+                    envelope,
+                    manifest,
+                } = draft.as_ref();
+                rest.insert("draft_id".into(), draft_id.as_str().into());
+                rest.insert("revision".into(), revision.as_str().into());
+                rest.insert("envelope".into(), envelope.as_str().into());
+                rest.insert("manifest".into(), manifest.clone());
+            }
+            Error::DeclinedInHost { draft_id, revision } => {
+                rest.insert("draft_id".into(), draft_id.as_str().into());
+                rest.insert("revision".into(), revision.as_str().into());
             }
             Error::Gate(e) => {
                 if let Some(after) = e.retry_after() {
@@ -173,7 +256,7 @@ impl Error {
             &self.to_string(),
             self.retryable(),
             extra,
-            Map::new(),
+            rest,
         )
     }
 }
@@ -183,7 +266,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A refusal tool result: `isError: true`, `structuredContent` holding `error` (code, message,
 /// retryable and any `error_extra`) beside the top-level members of `rest`.
-pub fn refusal(
+fn refusal(
     code: &str,
     message: &str,
     retryable: bool,
