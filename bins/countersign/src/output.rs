@@ -2,10 +2,14 @@
 //!
 //! A command returns a [`Report`] (exit 0, or 1 when the answer is "no" without an error) or a
 //! [`Failure`]. Only this module writes to stdout/stderr, so `--json` can never be half-honoured.
+//! Each library's typed error code says which [`ErrorClass`] it is; [`exit_status`] is the one
+//! place a class becomes an exit status.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+use countersign_canon::ErrorClass;
 
 /// Global options every command may read.
 #[derive(Debug)]
@@ -17,15 +21,16 @@ pub(crate) struct Ctx {
     pub(crate) approvers: Option<PathBuf>,
 }
 
-/// Why a command failed, mapped to the contract's exit status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    /// 1: a refusal or failed verification; the answer is no.
-    Refused = 1,
-    /// 2: bad usage or invalid input.
-    Invalid = 2,
-    /// 3: store, file or configuration failure.
-    Environment = 3,
+/// The contract's exit status for a failure of `class` (CONTRACT.md section 5).
+pub(crate) const fn exit_status(class: ErrorClass) -> u8 {
+    match class {
+        // The answer is no: a refusal or a failed verification.
+        ErrorClass::Refusal => 1,
+        // Bad usage or invalid input.
+        ErrorClass::Input => 2,
+        // A store, file or configuration failure.
+        ErrorClass::Environment => 3,
+    }
 }
 
 /// A failed command: one `error[CODE]: message` line, or `{"error":{…}}` with `--json`.
@@ -33,34 +38,39 @@ pub(crate) enum Status {
 pub(crate) struct Failure {
     pub(crate) code: String,
     pub(crate) message: String,
-    pub(crate) status: Status,
+    /// What kind of failure, which decides the exit status.
+    pub(crate) class: ErrorClass,
     /// Extra members merged into the `error` object with `--json` (e.g. `reason`).
     pub(crate) extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Failure {
-    pub(crate) fn new(status: Status, code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        class: ErrorClass,
+        code: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         Failure {
             code: code.into(),
             message: message.into(),
-            status,
+            class,
             extra: serde_json::Map::new(),
         }
     }
 
     /// A bad-usage failure (exit 2).
     pub(crate) fn invalid(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(Status::Invalid, code, message)
+        Self::new(ErrorClass::Input, code, message)
     }
 
     /// A store, file or configuration failure (exit 3).
     pub(crate) fn environment(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(Status::Environment, code, message)
+        Self::new(ErrorClass::Environment, code, message)
     }
 
     /// A refusal (exit 1).
     pub(crate) fn refused(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::new(Status::Refused, code, message)
+        Self::new(ErrorClass::Refusal, code, message)
     }
 }
 
@@ -109,10 +119,10 @@ pub(crate) fn finish(ctx: &Ctx, result: Result<Report, Failure>) -> ExitCode {
                 error.insert("message".into(), failure.message.clone().into());
                 error.extend(failure.extra);
                 let body = serde_json::json!({ "error": error });
-                (json_line(&body), failure.status as u8)
+                (json_line(&body), exit_status(failure.class))
             } else {
                 eprintln!("error[{}]: {}", failure.code, failure.message);
-                (Vec::new(), failure.status as u8)
+                (Vec::new(), exit_status(failure.class))
             }
         }
     };

@@ -19,7 +19,7 @@ fn a_signed_approval_executes_once_and_an_unsigned_one_is_refused() {
     );
     assert!(signed::stderr(&unsigned).contains("SIGNATURE_INVALID"));
     assert_eq!(
-        env.execute(&d, "op-1").unwrap_err().code(),
+        env.execute(&d, "op-1").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
     );
     let out = env.approve_signed(&env.key("alice"), &[&d]);
@@ -40,24 +40,24 @@ fn a_statement_approves_only_the_revision_and_drafts_it_names_and_only_once() {
     // The draft moves on to revision B before the statement for A arrives.
     let b = env.revise(&a, r#"{"title":"two"}"#);
     let stale = env.approve_with(&statement, &sig).unwrap_err();
-    assert_eq!(stale.code(), "STALE_REVISION");
+    assert_eq!(stale.code().as_str(), "STALE_REVISION");
     // Signed for A, it cannot stand for C either: nothing approves C.
     assert_eq!(
-        env.execute(&c, "op-c").unwrap_err().code(),
+        env.execute(&c, "op-c").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
     );
     // A fresh statement for B approves B, once.
     let (s2, sig2) = env.sign_statement(&env.key("alice"), "alice", &[&b], 0);
     env.approve_with(&s2, &sig2).expect("approves B");
     assert_eq!(
-        env.approve_with(&s2, &sig2).unwrap_err().code(),
+        env.approve_with(&s2, &sig2).unwrap_err().code().as_str(),
         "TOKEN_REPLAYED"
     );
     // An approval row copied onto C in the store does not count: the executing side checks
     // the signature and the statement's items again.
     env.copy_approval(&b, &c);
     assert_eq!(
-        env.execute(&c, "op-c2").unwrap_err().code(),
+        env.execute(&c, "op-c2").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
     );
     env.execute(&b, "op-b").expect("B runs");
@@ -70,34 +70,34 @@ fn expired_statements_unknown_keys_other_people_and_tenants_are_refused() {
     let d = env.propose(r#"{"title":"x"}"#, Some("acme"));
     let (old, sig) = env.sign_statement(&env.key("alice"), "alice", &[&d], -3600);
     assert_eq!(
-        env.approve_with(&old, &sig).unwrap_err().code(),
+        env.approve_with(&old, &sig).unwrap_err().code().as_str(),
         "SIGNATURE_INVALID"
     );
     let stranger = Key::new(env.dir(), "mallory");
     let (s, sig) = env.sign_statement(&stranger, "alice", &[&d], 0);
     assert_eq!(
-        env.approve_with(&s, &sig).unwrap_err().code(),
+        env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
     let (s, sig) = env.sign_statement(&env.key("bob"), "alice", &[&d], 0);
     assert_eq!(
-        env.approve_with(&s, &sig).unwrap_err().code(),
+        env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
     let (s, sig) = env.sign_statement(&env.key("bob"), "bob", &[&d], 0);
     assert_eq!(
-        env.approve_with(&s, &sig).unwrap_err().code(),
+        env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
     // A signature over other bytes than the statement's does not verify.
     let (s, _) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
     let (_, other_sig) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
     assert_eq!(
-        env.approve_with(&s, &other_sig).unwrap_err().code(),
+        env.approve_with(&s, &other_sig).unwrap_err().code().as_str(),
         "SIGNATURE_INVALID"
     );
     assert_eq!(
-        env.execute(&d, "op").unwrap_err().code(),
+        env.execute(&d, "op").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
     );
 }
@@ -200,7 +200,7 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
         );
         let op = format!("op-lost{finding}");
         env.lose_run(&d, &op);
-        assert_eq!(env.execute(&d, &op).unwrap_err().code(), "OUTCOME_UNKNOWN");
+        assert_eq!(env.execute(&d, &op).unwrap_err().code().as_str(), "OUTCOME_UNKNOWN");
         let unsigned = env.run(&["resolve", d.id.as_str(), finding, "--yes"]);
         assert_eq!(
             unsigned.status.code(),
@@ -326,7 +326,7 @@ fn a_security_key_signature_verifies_and_needs_a_touch() {
     assert_eq!(key.to_openssh().expect("openssh"), public.trim());
     let untouched = std::fs::read_to_string(format!("{data}/untouched.sig")).expect("sig");
     let e = countersign_gate::approval::sshsig::verify(&statement, &untouched).unwrap_err();
-    assert_eq!(e.code(), "SIGNATURE_INVALID");
+    assert_eq!(e.code().as_str(), "SIGNATURE_INVALID");
     let mut other = statement.clone();
     other[10] ^= 1;
     assert!(countersign_gate::approval::sshsig::verify(&other, &sig).is_err());

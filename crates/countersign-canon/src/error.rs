@@ -40,6 +40,24 @@ impl ErrorCode {
             ErrorCode::InvalidDigest => "INVALID_DIGEST",
         }
     }
+
+    /// What kind of failure the code names: every canonicalization error is invalid input.
+    pub const fn class(self) -> ErrorClass {
+        ErrorClass::Input
+    }
+}
+
+/// What kind of failure an error code names, shared by the codes of every crate of the
+/// workspace. It decides the command line's exit status (CONTRACT.md section 5); the three
+/// kinds are the contract's, so the enum is exhaustive on purpose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// Bad usage or invalid input: the same request will never succeed.
+    Input,
+    /// A refusal or a failed verification: the answer is no.
+    Refusal,
+    /// A store, file or configuration failure: nothing was decided.
+    Environment,
 }
 
 impl fmt::Display for ErrorCode {

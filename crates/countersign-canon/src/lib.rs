@@ -23,7 +23,7 @@ mod write;
 
 pub use crate::digest::{Digest, Domain, Revision, digest, digest_framed};
 pub use crate::envelope::{Envelope, Principal, args_digest};
-pub use crate::error::{Error, ErrorCode};
+pub use crate::error::{Error, ErrorClass, ErrorCode};
 pub use crate::manifest::{
     Entry, Flags, Manifest, ManifestLimits, ManifestSize, manifest, manifest_size, show_escaped,
 };

@@ -58,7 +58,7 @@ impl ActionOutput {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {
     /// A retry with the same operation may succeed (timeouts, 503s, lock contention).
-    Transient,
+    Retryable,
     /// It will fail again; the failure is recorded and replayed.
     Terminal,
 }
@@ -67,7 +67,7 @@ pub enum FailureKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ActionError {
-    /// Transient or terminal.
+    /// Retryable or terminal.
     pub kind: FailureKind,
     /// The action's message (recorded; must not hold secrets).
     pub message: String,
@@ -75,9 +75,9 @@ pub struct ActionError {
 
 impl ActionError {
     /// A failure a retry may fix.
-    pub fn transient(message: impl Into<String>) -> Self {
+    pub fn retryable(message: impl Into<String>) -> Self {
         ActionError {
-            kind: FailureKind::Transient,
+            kind: FailureKind::Retryable,
             message: message.into(),
         }
     }
@@ -97,7 +97,7 @@ pub trait ActionPort: Send + Sync {
     /// Runs the action once with the approved bytes.
     ///
     /// # Errors
-    /// [`ActionError`], classified transient or terminal.
+    /// [`ActionError`], classified retryable or terminal.
     async fn call(&self, call: ActionCall) -> Result<ActionOutput, ActionError>;
 
     /// Whether this caller may act on `draft` at all, asked inside the execute transaction with

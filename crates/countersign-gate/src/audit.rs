@@ -80,7 +80,7 @@ impl AuditEvent {
     pub fn outcome(self, result: std::result::Result<(), &Error>) -> Self {
         match result {
             Ok(()) => self.text("code", "ok"),
-            Err(e) => self.text("code", e.code()),
+            Err(e) => self.text("code", e.code().as_str()),
         }
     }
 }
@@ -366,7 +366,7 @@ impl Anchor {
         };
         write(&mut guard).map_err(|e| {
             *guard = None;
-            Error::store(format!("cannot write audit anchor: {e}"))
+            Error::store_failed("cannot write audit anchor", e)
         })
     }
 }

@@ -89,7 +89,10 @@ fn the_anchor_moves_forward_only_and_is_private() {
         assert_eq!(mode & 0o777, 0o600);
     }
     std::fs::write(anchor.path(), "garbage").expect("write");
-    assert_eq!(anchor.load().expect_err("bad").code(), "CONFIG_INVALID");
+    assert_eq!(
+        anchor.load().expect_err("bad").code().as_str(),
+        "CONFIG_INVALID"
+    );
 }
 
 #[test]

@@ -128,7 +128,7 @@ impl ClaimCtx<'_> {
             }
             OpStatus::OutcomeUnknown | OpStatus::FailedRetryable => {}
         }
-        // Left: a retry of this very operation, allowed after a transient failure, or after an
+        // Left: a retry of this very operation, allowed after a retryable failure, or after an
         // unknown outcome when the tool is idempotent.
         // A recorded result replays whatever the policy says now; a new call does not.
         if let Err(e) = gated {

@@ -4,6 +4,11 @@
 //! `code()` and `retryable()` means that mapping happens in exactly one place and a new refusal
 //! cannot reach a client without a code.
 
+use std::fmt;
+use std::sync::Arc;
+
+use countersign_canon::ErrorClass;
+
 use crate::privacy::SecretKind;
 
 /// Every way a gate operation can fail or refuse.
@@ -89,7 +94,7 @@ pub enum Error {
     },
     /// The store cannot be reached; nothing was done.
     #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] StoreFailure),
     /// The stored bytes no longer hash to the stored revision: someone edited the store.
     #[error("stored canonical bytes do not match the stored revision; the store was tampered with")]
     Tampered,
@@ -122,32 +127,140 @@ pub enum Error {
     StatementReplayed,
 }
 
+/// The code of an [`Error`]: the codes of CONTRACT.md section 8, and `STORE_TAMPERED` and
+/// `CONFIG_INVALID`, the gate's own additions for cases the contract's list does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `INVALID_ARGUMENT`.
+    InvalidArgument,
+    /// `PRIVACY_BLOCKED`.
+    PrivacyBlocked,
+    /// `POLICY_DENIED`.
+    PolicyDenied,
+    /// `NOT_FOUND`.
+    NotFound,
+    /// `APPROVAL_REQUIRED`.
+    ApprovalRequired,
+    /// `APPROVAL_REJECTED`.
+    ApprovalRejected,
+    /// `STALE_REVISION`: a stale revision, or a tool definition that changed.
+    StaleRevision,
+    /// `DRAFT_NOT_EDITABLE`.
+    DraftNotEditable,
+    /// `OPERATION_ID_CONFLICT`.
+    OperationIdConflict,
+    /// `OPERATION_IN_PROGRESS`.
+    OperationInProgress,
+    /// `OUTCOME_UNKNOWN`.
+    OutcomeUnknown,
+    /// `RATE_LIMITED`.
+    RateLimited,
+    /// `QUOTA_EXCEEDED`.
+    QuotaExceeded,
+    /// `UPSTREAM_ERROR`.
+    UpstreamError,
+    /// `STORE_UNAVAILABLE`.
+    StoreUnavailable,
+    /// `STORE_TAMPERED`.
+    StoreTampered,
+    /// `CONFIG_INVALID`.
+    ConfigInvalid,
+    /// `SIGNATURE_INVALID`.
+    SignatureInvalid,
+    /// `APPROVER_NOT_ALLOWED`.
+    ApproverNotAllowed,
+    /// `TOKEN_REPLAYED`: an approval statement used a second time.
+    TokenReplayed,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `STALE_REVISION`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::PrivacyBlocked => "PRIVACY_BLOCKED",
+            ErrorCode::PolicyDenied => "POLICY_DENIED",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::ApprovalRequired => "APPROVAL_REQUIRED",
+            ErrorCode::ApprovalRejected => "APPROVAL_REJECTED",
+            ErrorCode::StaleRevision => "STALE_REVISION",
+            ErrorCode::DraftNotEditable => "DRAFT_NOT_EDITABLE",
+            ErrorCode::OperationIdConflict => "OPERATION_ID_CONFLICT",
+            ErrorCode::OperationInProgress => "OPERATION_IN_PROGRESS",
+            ErrorCode::OutcomeUnknown => "OUTCOME_UNKNOWN",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::UpstreamError => "UPSTREAM_ERROR",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::StoreTampered => "STORE_TAMPERED",
+            ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+            ErrorCode::SignatureInvalid => "SIGNATURE_INVALID",
+            ErrorCode::ApproverNotAllowed => "APPROVER_NOT_ALLOWED",
+            ErrorCode::TokenReplayed => "TOKEN_REPLAYED",
+        }
+    }
+
+    /// What kind of failure the code names: invalid arguments are invalid input, a store that
+    /// cannot be reached or a configuration that cannot work is the environment, and every
+    /// other code is the gate saying no.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::InvalidArgument => ErrorClass::Input,
+            ErrorCode::StoreUnavailable | ErrorCode::ConfigInvalid => ErrorClass::Environment,
+            ErrorCode::PrivacyBlocked
+            | ErrorCode::PolicyDenied
+            | ErrorCode::NotFound
+            | ErrorCode::ApprovalRequired
+            | ErrorCode::ApprovalRejected
+            | ErrorCode::StaleRevision
+            | ErrorCode::DraftNotEditable
+            | ErrorCode::OperationIdConflict
+            | ErrorCode::OperationInProgress
+            | ErrorCode::OutcomeUnknown
+            | ErrorCode::RateLimited
+            | ErrorCode::QuotaExceeded
+            | ErrorCode::UpstreamError
+            | ErrorCode::StoreTampered
+            | ErrorCode::SignatureInvalid
+            | ErrorCode::ApproverNotAllowed
+            | ErrorCode::TokenReplayed => ErrorClass::Refusal,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Error {
     /// The contract code (CONTRACT.md section 8; `STORE_TAMPERED` and `CONFIG_INVALID` are the
     /// gate's own additions for cases the contract's list does not name).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Error::PrivacyBlocked { .. } => "PRIVACY_BLOCKED",
-            Error::PolicyDenied { .. } => "POLICY_DENIED",
-            Error::NotFound => "NOT_FOUND",
-            Error::ApprovalRequired => "APPROVAL_REQUIRED",
-            Error::ApprovalRejected => "APPROVAL_REJECTED",
-            Error::StaleRevision | Error::ToolChanged => "STALE_REVISION",
-            Error::DraftNotEditable { .. } => "DRAFT_NOT_EDITABLE",
-            Error::OperationIdConflict => "OPERATION_ID_CONFLICT",
-            Error::OperationInProgress => "OPERATION_IN_PROGRESS",
-            Error::OutcomeUnknown => "OUTCOME_UNKNOWN",
-            Error::RateLimited { .. } => "RATE_LIMITED",
-            Error::QuotaExceeded { .. } => "QUOTA_EXCEEDED",
-            Error::Upstream { .. } => "UPSTREAM_ERROR",
-            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
-            Error::Tampered => "STORE_TAMPERED",
-            Error::Config(_) => "CONFIG_INVALID",
-            Error::QuorumPending { .. } => "APPROVAL_REQUIRED",
-            Error::SignatureInvalid { .. } => "SIGNATURE_INVALID",
-            Error::ApproverNotAllowed { .. } => "APPROVER_NOT_ALLOWED",
-            Error::StatementReplayed => "TOKEN_REPLAYED",
+            Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
+            Error::PrivacyBlocked { .. } => ErrorCode::PrivacyBlocked,
+            Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
+            Error::NotFound => ErrorCode::NotFound,
+            Error::ApprovalRequired => ErrorCode::ApprovalRequired,
+            Error::ApprovalRejected => ErrorCode::ApprovalRejected,
+            Error::StaleRevision | Error::ToolChanged => ErrorCode::StaleRevision,
+            Error::DraftNotEditable { .. } => ErrorCode::DraftNotEditable,
+            Error::OperationIdConflict => ErrorCode::OperationIdConflict,
+            Error::OperationInProgress => ErrorCode::OperationInProgress,
+            Error::OutcomeUnknown => ErrorCode::OutcomeUnknown,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            Error::Upstream { .. } => ErrorCode::UpstreamError,
+            Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
+            Error::Tampered => ErrorCode::StoreTampered,
+            Error::Config(_) => ErrorCode::ConfigInvalid,
+            Error::QuorumPending { .. } => ErrorCode::ApprovalRequired,
+            Error::SignatureInvalid { .. } => ErrorCode::SignatureInvalid,
+            Error::ApproverNotAllowed { .. } => ErrorCode::ApproverNotAllowed,
+            Error::StatementReplayed => ErrorCode::TokenReplayed,
         }
     }
 
@@ -183,10 +296,120 @@ impl Error {
         }
     }
 
-    pub(crate) fn store(err: impl std::fmt::Display) -> Self {
-        Error::StoreUnavailable(err.to_string())
+    /// A store failure with no error behind it (a malformed row, a poisoned lock).
+    pub(crate) fn store(why: impl fmt::Display) -> Self {
+        Error::StoreUnavailable(StoreFailure::new(why.to_string()))
+    }
+
+    /// A store failure while doing `what`, caused by `err`.
+    pub(crate) fn store_failed(
+        what: impl fmt::Display,
+        err: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::StoreUnavailable(StoreFailure::with_source(format!("{what}: {err}"), err))
+    }
+}
+
+/// Why a store failed: the whole message, and the error behind it when there is one, kept as
+/// its `source`. Shared, so [`Error`] stays `Clone`.
+#[derive(Debug, Clone)]
+pub struct StoreFailure {
+    message: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+}
+
+impl StoreFailure {
+    /// A failure with a message (lower case, no final period) and nothing behind it.
+    pub fn new(message: impl Into<String>) -> Self {
+        StoreFailure {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A failure with a message and the error that caused it.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StoreFailure {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+}
+
+impl fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StoreFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
     }
 }
 
 /// Shorthand for gate results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::{Error, ErrorClass, ErrorCode};
+
+    #[test]
+    fn codes_keep_their_contract_spelling_and_class() {
+        for (code, text, class) in [
+            (
+                ErrorCode::InvalidArgument,
+                "INVALID_ARGUMENT",
+                ErrorClass::Input,
+            ),
+            (
+                ErrorCode::StaleRevision,
+                "STALE_REVISION",
+                ErrorClass::Refusal,
+            ),
+            (
+                ErrorCode::StoreTampered,
+                "STORE_TAMPERED",
+                ErrorClass::Refusal,
+            ),
+            (
+                ErrorCode::StoreUnavailable,
+                "STORE_UNAVAILABLE",
+                ErrorClass::Environment,
+            ),
+            (
+                ErrorCode::ConfigInvalid,
+                "CONFIG_INVALID",
+                ErrorClass::Environment,
+            ),
+        ] {
+            assert_eq!((code.as_str(), code.class()), (text, class));
+            assert_eq!(code.to_string(), text);
+        }
+        assert_eq!(Error::ToolChanged.code(), ErrorCode::StaleRevision);
+    }
+
+    #[test]
+    fn a_store_failure_keeps_its_cause_behind_the_same_text() {
+        let e = Error::store_failed("sqlite", std::io::Error::other("disk full"));
+        assert_eq!(e.to_string(), "store unavailable: sqlite: disk full");
+        let failure = e.source().expect("the store failure");
+        assert_eq!(failure.to_string(), "sqlite: disk full");
+        let cause = failure.source().expect("the io error");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some());
+        assert!(
+            Error::store("lock poisoned")
+                .source()
+                .and_then(|f| f.source())
+                .is_none()
+        );
+    }
+}

@@ -227,7 +227,7 @@ impl Gate {
             }),
             Err(e) => Err(Error::Upstream {
                 message: e.message,
-                retryable: e.kind == FailureKind::Transient,
+                retryable: e.kind == FailureKind::Retryable,
             }),
         }
     }
@@ -247,7 +247,7 @@ impl Gate {
             Ok(_) => event.text("code", "ok"),
             Err(e) => event.text("code", "UPSTREAM_ERROR").text(
                 "retryable",
-                if e.kind == FailureKind::Transient {
+                if e.kind == FailureKind::Retryable {
                     "true"
                 } else {
                     "false"
@@ -280,7 +280,7 @@ impl Gate {
                     op.status = OpStatus::Succeeded;
                     op.result = Some(output.to_record());
                 }
-                Err(e) if e.kind == FailureKind::Transient => {
+                Err(e) if e.kind == FailureKind::Retryable => {
                     draft.state = State::FailedRetryable(running.fail_retryable());
                     op.status = OpStatus::FailedRetryable;
                     op.error = Some(e.message.clone());

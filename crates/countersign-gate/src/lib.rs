@@ -32,7 +32,7 @@ mod transact;
 mod view;
 
 pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
-pub use crate::error::{Error, Result};
+pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
 pub use crate::gate::{Clock, Gate, Proposal, SystemClock};
 pub use crate::inspect::AuditReport;

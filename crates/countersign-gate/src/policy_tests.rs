@@ -59,7 +59,7 @@ fn exact_beats_longer_glob_beats_shorter_glob() {
 fn unknown_tool_fails_closed_without_defaults() {
     let p = Policy::from_toml(EXAMPLE).expect("valid");
     let err = p.lookup("transfer_money").expect_err("unknown");
-    assert_eq!(err.code(), "POLICY_DENIED");
+    assert_eq!(err.code().as_str(), "POLICY_DENIED");
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn unknown_keys_are_errors() {
         "[tools.x]\nrate = { max = 1, per = \"1m\", burst = 2 }\n",
     ] {
         assert_eq!(
-            Policy::from_toml(bad).expect_err(bad).code(),
+            Policy::from_toml(bad).expect_err(bad).code().as_str(),
             "CONFIG_INVALID"
         );
     }
@@ -102,7 +102,7 @@ fn bad_values_are_errors() {
         "not toml at all [",
     ] {
         assert_eq!(
-            Policy::from_toml(bad).expect_err(bad).code(),
+            Policy::from_toml(bad).expect_err(bad).code().as_str(),
             "CONFIG_INVALID"
         );
     }
@@ -112,7 +112,7 @@ fn bad_values_are_errors() {
 fn unreadable_file_fails_closed() {
     let dir = tempfile::tempdir().expect("tmp");
     let err = Policy::load(&dir.path().join("missing.toml")).expect_err("missing");
-    assert_eq!(err.code(), "CONFIG_INVALID");
+    assert_eq!(err.code().as_str(), "CONFIG_INVALID");
 }
 
 #[test]

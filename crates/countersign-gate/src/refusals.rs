@@ -14,6 +14,7 @@ use std::sync::Mutex;
 use countersign_canon::Principal;
 
 use crate::audit::AuditEvent;
+use crate::error::ErrorCode;
 use crate::gate::Gate;
 
 /// How long one window of folded refusals lasts (Unix milliseconds).
@@ -26,7 +27,7 @@ const MAX_WINDOWS: usize = 4096;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     event: &'static str,
-    code: &'static str,
+    code: ErrorCode,
     principal: Option<Principal>,
 }
 
@@ -53,7 +54,7 @@ impl Summary {
     fn event(&self, now: i64) -> AuditEvent {
         let mut event = AuditEvent::new("refusals", now)
             .text("of", self.key.event)
-            .text("code", self.key.code)
+            .text("code", self.key.code.as_str())
             .number("from", self.window.start)
             .number("until", self.window.start.saturating_add(WINDOW_MS))
             .number(
@@ -133,7 +134,7 @@ impl Gate {
     pub(crate) async fn audit_refusal(
         &self,
         event: AuditEvent,
-        code: &'static str,
+        code: ErrorCode,
         principal: Option<&Principal>,
     ) {
         let key = Key {

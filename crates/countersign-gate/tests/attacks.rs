@@ -79,7 +79,7 @@ impl World {
             .execute(d.id.as_str(), rev, op, &self.action)
             .await
             .map(|x| x.replay)
-            .map_err(|e| e.code())
+            .map_err(|e| e.code().as_str())
     }
 
     fn calls(&self) -> usize {
@@ -191,7 +191,7 @@ async fn a_bearer_token_is_blocked_and_never_stored() {
     let secret = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MA";
     let args = serde_json::json!({ "title": "t", "body": format!("curl -H 'Authorization: Bearer {secret}'") });
     let err = w.propose(&args.to_string()).await.expect_err("blocked");
-    assert_eq!(err.code(), "PRIVACY_BLOCKED");
+    assert_eq!(err.code().as_str(), "PRIVACY_BLOCKED");
     assert!(!err.to_string().contains(secret));
     assert!(err.to_string().contains("/body"), "{err}");
     assert!(w.gate.store().drafts().await.expect("read").is_empty());
@@ -350,7 +350,7 @@ async fn someone_elses_damaged_draft_still_looks_absent() {
             .execute(d.id.as_str(), &d.revision.to_hex(), "op", &port)
             .await
             .expect_err("refused");
-        assert_eq!(refused.code(), expected);
+        assert_eq!(refused.code().as_str(), expected);
         assert_eq!(port.inner.calls.load(Ordering::SeqCst), 0);
     }
 }
@@ -512,7 +512,7 @@ async fn a_tool_denied_after_approval_does_not_run_but_replays() {
         .execute(d.id.as_str(), &d.revision.to_hex(), "op", &w.action)
         .await
         .expect_err("denied");
-    assert_eq!(e.code(), "POLICY_DENIED");
+    assert_eq!(e.code().as_str(), "POLICY_DENIED");
     let replay = denied
         .execute(
             done.id.as_str(),
@@ -599,7 +599,7 @@ async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
         .execute(d.id.as_str(), &d.revision.to_hex(), "op-channel", &w.action)
         .await
         .map(|_| ())
-        .map_err(|e| e.code());
+        .map_err(|e| e.code().as_str());
     assert_eq!(refused, Err("APPROVAL_REQUIRED"));
     assert_eq!(w.calls(), 0);
 
@@ -617,7 +617,7 @@ async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
         )
         .await
         .map(|_| ())
-        .map_err(|e| e.code());
+        .map_err(|e| e.code().as_str());
     assert_eq!(refused, Err("APPROVAL_REQUIRED"));
     assert_eq!(w.calls(), 0);
 }
@@ -655,7 +655,7 @@ async fn a_draft_whose_manifest_is_over_the_limit_is_refused_before_it_is_stored
         vec!["0"; 20_000].join(",")
     );
     let err = w.propose(&big).await.expect_err("over the manifest limit");
-    assert_eq!(err.code(), "INVALID_ARGUMENT");
+    assert_eq!(err.code().as_str(), "INVALID_ARGUMENT");
     let message = err.to_string();
     assert!(message.contains("TOO_LARGE"), "{message}");
     assert!(message.contains("10000 leaves"), "{message}");

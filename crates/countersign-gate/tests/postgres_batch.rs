@@ -84,7 +84,7 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
                     assert_eq!(ran, 1, "exactly one of the two ran: {a:?} {b:?}");
                     for r in [a, b] {
                         if let Err(e) = r {
-                            assert_eq!(e.code(), "OPERATION_IN_PROGRESS");
+                            assert_eq!(e.code().as_str(), "OPERATION_IN_PROGRESS");
                         }
                     }
                 } else {
@@ -180,7 +180,7 @@ async fn a_refused_write_fails_only_its_own_transition() {
             assert!(store.draft(&id).await.expect("read").is_some());
         }
         let err = bad.await.expect("task").expect_err("a duplicate revision");
-        assert_eq!(err.code(), "STORE_UNAVAILABLE");
+        assert_eq!(err.code().as_str(), "STORE_UNAVAILABLE");
         assert_eq!(store.revisions(&victim.id).await.expect("read").len(), 1);
     }
     let records = store.audit().await.expect("audit");

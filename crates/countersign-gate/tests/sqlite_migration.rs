@@ -215,7 +215,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
         .execute(d.id.as_str(), &d.revision.to_hex(), "lim-2", &action)
         .await
         .expect_err("over the ceiling");
-    assert_eq!(e.code(), "RATE_LIMITED");
+    assert_eq!(e.code().as_str(), "RATE_LIMITED");
     assert_eq!(action.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
 
     // The migrated rows keep working: a v1 draft revised now keeps its v1 bytes in history.
@@ -283,7 +283,7 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
         "{report:?}"
     );
     let e = g.draft(target.id.as_str()).await.expect_err("tampered");
-    assert_eq!(e.code(), "STORE_TAMPERED");
+    assert_eq!(e.code().as_str(), "STORE_TAMPERED");
 }
 
 #[test]
@@ -333,7 +333,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     drop(conn);
 
     let e = SqliteStore::open(&db).expect_err("newer schema");
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
     assert_eq!(versions(&db), vec![1, 2, 3, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");

@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
 use countersign_gate::store::conformance::{CountingAction, ManualClock, approved, gate};
 use countersign_gate::store::{GateStore, Step, TxKeys};
-use countersign_gate::{Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord};
+use countersign_gate::{
+    Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord, StoreFailure,
+};
 
 /// A memory store whose connection can be cut.
 #[derive(Debug, Default)]
@@ -19,7 +21,9 @@ struct Flaky {
 impl Flaky {
     fn check(&self) -> Result<(), Error> {
         if self.down.load(Ordering::SeqCst) {
-            Err(Error::StoreUnavailable("connection refused".into()))
+            Err(Error::StoreUnavailable(StoreFailure::new(
+                "connection refused",
+            )))
         } else {
             Ok(())
         }
@@ -85,7 +89,10 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
         .execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
         .await
         .expect_err("down");
-    assert_eq!((e.code(), e.retryable()), ("STORE_UNAVAILABLE", true));
+    assert_eq!(
+        (e.code().as_str(), e.retryable()),
+        ("STORE_UNAVAILABLE", true)
+    );
     assert_eq!(action.calls.load(Ordering::SeqCst), 0);
     let e = g
         .approve(
@@ -96,7 +103,7 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
         )
         .await
         .expect_err("down");
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     // Back up: the approval was never consumed, so the run happens now, once.
     store.down.store(false, Ordering::SeqCst);
     g.execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
@@ -113,5 +120,5 @@ async fn an_unreachable_postgres_is_store_unavailable() {
     let e = countersign_gate::open_store(&url)
         .await
         .expect_err("unreachable");
-    assert_eq!(e.code(), "STORE_UNAVAILABLE");
+    assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
 }

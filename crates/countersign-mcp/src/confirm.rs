@@ -170,7 +170,9 @@ impl Confirmer {
             .await
         {
             Ok(_) => Ok(()),
-            Err(countersign_token::Error::StoreUnavailable(m)) => Err(Error::StoreUnavailable(m)),
+            Err(countersign_token::Error::StoreUnavailable(e)) => {
+                Err(Error::StoreUnavailable(Box::new(e)))
+            }
             Err(e) => Err(Error::ConfirmationInvalid { reason: e.code() }),
         }
     }

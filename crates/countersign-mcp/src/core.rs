@@ -19,7 +19,7 @@ use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
-use crate::error::{Error, Result, refusal};
+use crate::error::{Error, Result, ShownDraft};
 use crate::tooldef::{Marking, ToolDigests, is_read_only};
 
 /// How one tool's calls are handled.
@@ -281,22 +281,18 @@ pub(crate) fn approval_required_saying(
     approvals: Option<(u32, u32)>,
 ) -> Result<CallToolResult> {
     let manifest = countersign_gate::manifest(draft)?;
-    let revision = draft.revision.to_hex();
-    let mut rest = Map::new();
-    rest.insert("draft_id".into(), draft.id.as_str().into());
-    rest.insert("revision".into(), revision.into());
-    rest.insert("envelope".into(), envelope_text(draft).into());
-    rest.insert("manifest".into(), manifest.entries_json());
-    if let Some((have, need)) = approvals {
-        rest.insert("approvals".into(), json!({ "have": have, "need": need }));
+    let draft = ShownDraft::new(
+        draft.id.as_str().to_owned(),
+        draft.revision.to_hex(),
+        envelope_text(draft),
+        manifest.entries_json(),
+    )
+    .with_approvals(approvals);
+    Ok(Error::AwaitingApproval {
+        message: message.to_owned(),
+        draft: Box::new(draft),
     }
-    Ok(refusal(
-        "APPROVAL_REQUIRED",
-        message,
-        true,
-        Map::new(),
-        rest,
-    ))
+    .to_result())
 }
 
 /// The canonical envelope text of a draft.

@@ -201,14 +201,7 @@ impl ServerHandler for Demo {
         let args = request.arguments.unwrap_or_default();
         Ok(match self.publish(&args) {
             Ok(result) => result.into(),
-            Err(message) => crate::error::refusal(
-                "INVALID_ARGUMENT",
-                &message,
-                false,
-                Default::default(),
-                Default::default(),
-            )
-            .into(),
+            Err(message) => crate::Error::ToolInput(message).to_result().into(),
         })
     }
 }

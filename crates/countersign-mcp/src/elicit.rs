@@ -27,7 +27,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
 use crate::core::{Countersign, approval_required, approval_required_saying};
-use crate::error::{Error, Result, refusal};
+use crate::error::{Error, Result};
 
 /// The tool name a confirmation token carries when it stands for an approval question.
 const TOKEN_TOOL: &str = "countersign/elicitation";
@@ -200,7 +200,7 @@ impl Asked<'_> {
         principal: &Principal,
     ) -> Result<Next> {
         let mismatch = || Error::ConfirmationInvalid {
-            reason: "TOKEN_BINDING_MISMATCH",
+            reason: countersign_token::ErrorCode::TokenBindingMismatch,
         };
         let (Some(confirmer), Some((draft_id, answer))) =
             (self.core.confirmer(), answer_in(request))
@@ -258,16 +258,11 @@ impl Asked<'_> {
             Ok(Verdict::Refuse) => {
                 gate.reject(id, &self.approver, Some("declined in the host"))
                     .await?;
-                let mut rest = Map::new();
-                rest.insert("draft_id".into(), id.into());
-                rest.insert("revision".into(), revision.into());
-                let result = refusal(
-                    "APPROVAL_REJECTED",
-                    "a person declined this call in the host; the draft is rejected and will not run",
-                    false,
-                    Map::new(),
-                    rest,
-                );
+                let result = Error::DeclinedInHost {
+                    draft_id: id.to_owned(),
+                    revision,
+                }
+                .to_result();
                 Ok(Next::Respond(result.into()))
             }
             Ok(Verdict::Undecided) => self.undecided(

@@ -4,6 +4,9 @@
 //! and `structuredContent.error.{code,message,retryable}`, never a protocol error. Keeping the
 //! mapping here means a new refusal cannot reach a client without its contract code.
 
+use std::fmt;
+
+use countersign_canon::ErrorClass;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
@@ -31,7 +34,7 @@ pub enum Error {
     #[error("confirmation token refused: {reason}")]
     ConfirmationInvalid {
         /// The token error code, e.g. `TOKEN_REPLAYED`.
-        reason: &'static str,
+        reason: countersign_token::ErrorCode,
     },
     /// The gated tool ran and failed, or the upstream could not be reached.
     #[error("upstream error: {message}")]
@@ -49,21 +52,144 @@ pub enum Error {
     Transport(String),
     /// A store or ledger cannot be reached; nothing was done.
     #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The raw arguments of a call break the canonical rules, found before the call is parsed.
+    #[error("{} at byte {offset}: {}", source.code(), source.message())]
+    Unreadable {
+        /// The canonical rule broken, where the canonicalizer found it.
+        #[source]
+        source: countersign_canon::Error,
+        /// The byte offset in the request line.
+        offset: usize,
+    },
+    /// A tool's own check of its arguments failed; the message is the tool's.
+    #[error("{0}")]
+    ToolInput(String),
+    /// A call that made (or found) a draft awaiting a person's approval.
+    #[error("{message}")]
+    AwaitingApproval {
+        /// What the agent should do now.
+        message: String,
+        /// The draft, as the agent is shown it.
+        draft: Box<ShownDraft>,
+    },
+    /// A person declined the call in the host (elicitation); the draft is rejected.
+    #[error("a person declined this call in the host; the draft is rejected and will not run")]
+    DeclinedInHost {
+        /// The draft's id.
+        draft_id: String,
+        /// The revision the person declined.
+        revision: String,
+    },
+}
+
+/// A draft as a refusal shows it to the agent: what it must quote to run it, and what a person
+/// will be asked to approve.
+#[derive(Debug, Clone)]
+pub struct ShownDraft {
+    draft_id: String,
+    revision: String,
+    envelope: String,
+    manifest: Value,
+    approvals: Option<(u32, u32)>,
+}
+
+impl ShownDraft {
+    /// The draft's id and revision, its canonical envelope text and its manifest.
+    pub(crate) fn new(
+        draft_id: String,
+        revision: String,
+        envelope: String,
+        manifest: Value,
+    ) -> Self {
+        ShownDraft {
+            draft_id,
+            revision,
+            envelope,
+            manifest,
+            approvals: None,
+        }
+    }
+
+    /// Adds the approvals counted and needed, when the tool's policy names a quorum.
+    #[must_use]
+    pub(crate) fn with_approvals(mut self, approvals: Option<(u32, u32)>) -> Self {
+        self.approvals = approvals;
+        self
+    }
+}
+
+/// `{"have": N, "need": M}` (CONTRACT.md section 8).
+fn approvals_json((have, need): (u32, u32)) -> Value {
+    json!({ "have": have, "need": need })
+}
+
+/// The code of an [`Error`]: a code the gate also gives, or one only this layer gives
+/// (CONTRACT.md section 8), so every contract spelling has exactly one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// A code of the gate's, e.g. `APPROVAL_REQUIRED` or `INVALID_ARGUMENT`.
+    Gate(countersign_gate::ErrorCode),
+    /// `CONFIRMATION_REQUIRED`.
+    ConfirmationRequired,
+    /// `CONFIRMATION_INVALID`.
+    ConfirmationInvalid,
+    /// `TRANSPORT_ERROR`.
+    TransportError,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `CONFIRMATION_REQUIRED`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Gate(code) => code.as_str(),
+            ErrorCode::ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            ErrorCode::ConfirmationInvalid => "CONFIRMATION_INVALID",
+            ErrorCode::TransportError => "TRANSPORT_ERROR",
+        }
+    }
+
+    /// What kind of failure the code names: the gate's codes as the gate says, a missing or
+    /// failed confirmation is a refusal, a broken connection is the environment.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::Gate(code) => code.class(),
+            ErrorCode::ConfirmationRequired | ErrorCode::ConfirmationInvalid => ErrorClass::Refusal,
+            ErrorCode::TransportError => ErrorClass::Environment,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<countersign_gate::ErrorCode> for ErrorCode {
+    fn from(code: countersign_gate::ErrorCode) -> Self {
+        ErrorCode::Gate(code)
+    }
 }
 
 impl Error {
     /// The contract code (CONTRACT.md section 8).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
+        use countersign_gate::ErrorCode as Gate;
         match self {
-            Error::Gate(e) => e.code(),
-            Error::InvalidArgument { .. } => "INVALID_ARGUMENT",
-            Error::ConfirmationRequired => "CONFIRMATION_REQUIRED",
-            Error::ConfirmationInvalid { .. } => "CONFIRMATION_INVALID",
-            Error::Upstream { .. } => "UPSTREAM_ERROR",
-            Error::Config(_) => "CONFIG_INVALID",
-            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
-            Error::Transport(_) => "TRANSPORT_ERROR",
+            Error::Gate(e) => e.code().into(),
+            Error::InvalidArgument { .. } | Error::Unreadable { .. } | Error::ToolInput(_) => {
+                Gate::InvalidArgument.into()
+            }
+            Error::ConfirmationRequired => ErrorCode::ConfirmationRequired,
+            Error::ConfirmationInvalid { .. } => ErrorCode::ConfirmationInvalid,
+            Error::Upstream { .. } => Gate::UpstreamError.into(),
+            Error::Config(_) => Gate::ConfigInvalid.into(),
+            Error::StoreUnavailable(_) => Gate::StoreUnavailable.into(),
+            Error::Transport(_) => ErrorCode::TransportError,
+            Error::AwaitingApproval { .. } => Gate::ApprovalRequired.into(),
+            Error::DeclinedInHost { .. } => Gate::ApprovalRejected.into(),
         }
     }
 
@@ -71,7 +197,9 @@ impl Error {
     pub fn retryable(&self) -> bool {
         match self {
             Error::Gate(e) => e.retryable(),
-            Error::ConfirmationRequired | Error::StoreUnavailable(_) => true,
+            Error::ConfirmationRequired
+            | Error::StoreUnavailable(_)
+            | Error::AwaitingApproval { .. } => true,
             Error::Upstream { retryable, .. } => *retryable,
             _ => false,
         }
@@ -95,9 +223,11 @@ impl Error {
         }
     }
 
-    /// The tool result an agent sees for this error.
+    /// The tool result an agent sees for this error: the one place a refusal becomes a tool
+    /// result.
     pub fn to_result(&self) -> CallToolResult {
         let mut extra = Map::new();
+        let mut rest = Map::new();
         match self {
             Error::InvalidArgument { rule, .. } => {
                 extra.insert("rule".into(), (*rule).into());
@@ -106,23 +236,44 @@ impl Error {
                 extra.insert("rule".into(), (*rule).into());
             }
             Error::ConfirmationInvalid { reason } => {
-                extra.insert("reason".into(), (*reason).into());
+                extra.insert("reason".into(), reason.as_str().into());
+            }
+            Error::Unreadable { source, offset } => {
+                extra.insert("rule".into(), source.code().as_str().into());
+                extra.insert("offset".into(), (*offset).into());
+            }
+            Error::AwaitingApproval { draft, .. } => {
+                let ShownDraft {
+                    draft_id,
+                    revision,
+                    envelope,
+                    manifest,
+                    approvals,
+                } = draft.as_ref();
+                rest.insert("draft_id".into(), draft_id.as_str().into());
+                rest.insert("revision".into(), revision.as_str().into());
+                rest.insert("envelope".into(), envelope.as_str().into());
+                rest.insert("manifest".into(), manifest.clone());
+                if let Some(quorum) = approvals {
+                    rest.insert("approvals".into(), approvals_json(*quorum));
+                }
+            }
+            Error::DeclinedInHost { draft_id, revision } => {
+                rest.insert("draft_id".into(), draft_id.as_str().into());
+                rest.insert("revision".into(), revision.as_str().into());
             }
             Error::Gate(e) => {
                 if let Some(after) = e.retry_after() {
                     extra.insert("retry_after".into(), after.into());
                 }
+                if let Some(quorum) = e.approvals() {
+                    rest.insert("approvals".into(), approvals_json(quorum));
+                }
             }
             _ => {}
         }
-        let mut rest = Map::new();
-        if let Error::Gate(e) = self
-            && let Some((have, need)) = e.approvals()
-        {
-            rest.insert("approvals".into(), json!({ "have": have, "need": need }));
-        }
         refusal(
-            self.code(),
+            self.code().as_str(),
             &self.to_string(),
             self.retryable(),
             extra,
@@ -136,7 +287,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A refusal tool result: `isError: true`, `structuredContent` holding `error` (code, message,
 /// retryable and any `error_extra`) beside the top-level members of `rest`.
-pub fn refusal(
+fn refusal(
     code: &str,
     message: &str,
     retryable: bool,

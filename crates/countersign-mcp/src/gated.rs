@@ -369,7 +369,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
 }
 
 /// Whether executing `draft` could call the action: open, or a retry the gate allows (after a
-/// transient failure, or after an unknown outcome of a tool the policy calls idempotent).
+/// retryable failure, or after an unknown outcome of a tool the policy calls idempotent).
 fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::Policy) -> bool {
     use countersign_gate::State;
     match &draft.state {
@@ -439,7 +439,7 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         let mut response = match self.dispatch(request, context).await {
             Ok(response) => response,
             Err(e) => {
-                tracing::info!(tool = %name, code = e.code(), "tool call refused");
+                tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
                 e.to_result().into()
             }
         };

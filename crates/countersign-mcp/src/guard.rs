@@ -13,9 +13,9 @@ use std::borrow::Cow;
 use countersign_canon::{Limits, Profile};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::error::refusal;
+use crate::error::Error;
 
 /// Slack allowed to the JSON-RPC wrapping around the arguments: the arguments themselves are
 /// held to the exact limits, the whole message gets this much more room.
@@ -150,12 +150,8 @@ fn judge_probe(
         if let Err(e) =
             countersign_canon::check(args.get().as_bytes(), Profile::CountersignV1, limits)
         {
-            let at = start.saturating_add(e.offset());
-            let message = format!("{} at byte {at}: {}", e.code(), e.message());
-            let mut extra = Map::new();
-            extra.insert("rule".into(), e.code().as_str().into());
-            extra.insert("offset".into(), at.into());
-            let result = refusal("INVALID_ARGUMENT", &message, false, extra, Map::new());
+            let offset = start.saturating_add(e.offset());
+            let result = Error::Unreadable { source: e, offset }.to_result();
             let modern = probe.params.as_ref().is_some_and(ProbeParams::is_modern);
             let result = crate::revision::shaped(result, modern);
             return Verdict::Reply(response(&id(), &result));

@@ -688,7 +688,7 @@ mod tests {
     fn no_authentication_means_loopback_only() {
         let open: SocketAddr = "0.0.0.0:8080".parse().expect("addr");
         let err = HttpOptions::new(open).check().expect_err("refused");
-        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert_eq!(err.code().as_str(), "CONFIG_INVALID");
         let local: SocketAddr = "127.0.0.1:0".parse().expect("addr");
         HttpOptions::new(local).check().expect("loopback");
         let v6: SocketAddr = "[::1]:0".parse().expect("addr");

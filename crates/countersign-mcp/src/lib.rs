@@ -42,7 +42,7 @@ mod upkeep;
 
 pub use crate::confirm::{ConfirmStep, Confirmer};
 pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, read_policy};
-pub use crate::error::{Error, Result, refusal};
+pub use crate::error::{Error, ErrorCode, Result, ShownDraft};
 pub use crate::gated::{Gated, principal};
 pub use crate::port::{HandlerPort, NOT_SENT};
 pub use crate::serve::{Options, default_policy_path, serve_stdio, serve_stdio_with};

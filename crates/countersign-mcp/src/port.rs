@@ -3,7 +3,7 @@
 //! The gate calls this once it has consumed the approval and journaled the run; it hands the
 //! stored canonical arguments to the wrapped handler's `call_tool` (for the proxy, that forwards
 //! them upstream). How a failure is classified decides whether the same operation may run again,
-//! so only a failure that certainly happened before anything ran is called transient.
+//! so only a failure that certainly happened before anything ran is called retryable.
 
 use std::sync::Arc;
 
@@ -51,7 +51,7 @@ impl<H: ServerHandler> ActionPort for HandlerPort<H> {
                     .and_then(Value::as_str)
                     == Some(NOT_SENT);
                 if not_sent {
-                    Err(ActionError::transient(e.message.to_string()))
+                    Err(ActionError::retryable(e.message.to_string()))
                 } else {
                     // The request may have run before the connection broke: never again.
                     Err(ActionError::terminal(e.message.to_string()))
@@ -71,7 +71,7 @@ fn output(result: CallToolResult) -> Result<ActionOutput, ActionError> {
             .unwrap_or(false);
         let message = text_of(&result);
         return Err(if retryable {
-            ActionError::transient(message)
+            ActionError::retryable(message)
         } else {
             ActionError::terminal(message)
         });

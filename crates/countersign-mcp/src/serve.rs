@@ -62,7 +62,7 @@ impl Options {
         };
         let ledger = open_ledger(&ledger_url, &OpenOptions::default())
             .await
-            .map_err(|e| Error::StoreUnavailable(e.to_string()))?;
+            .map_err(|e| Error::StoreUnavailable(Box::new(e)))?;
         let keys = self.keys.clone();
         let settings = TokenConfig::from_vars(
             |name| match (name, &keys) {

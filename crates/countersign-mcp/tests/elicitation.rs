@@ -456,7 +456,7 @@ async fn an_elicitation_only_tool_cannot_be_approved_by_the_cli() {
             .approve(draft, revision, "tester", Channel::Cli)
             .await
             .expect_err("the CLI approved an elicitation-only tool");
-        assert_eq!(refused.code(), "POLICY_DENIED");
+        assert_eq!(refused.code().as_str(), "POLICY_DENIED");
         assert_eq!(state_of(&core, draft).await, "proposed");
         client.cancel().await.expect("close");
     }

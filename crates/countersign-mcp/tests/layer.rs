@@ -181,7 +181,7 @@ async fn denied_and_unknown_tools_are_refused_without_a_call() {
 }
 
 #[tokio::test]
-async fn a_retry_after_a_transient_failure_is_held_to_the_tool_definition() {
+async fn a_retry_after_a_retryable_failure_is_held_to_the_tool_definition() {
     let core = Arc::new(Countersign::in_memory(None).expect("layer"));
     let inner = Counting::default();
     let client = connect(core.clone(), inner.clone()).await;

@@ -38,7 +38,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 pub use countersign_canon::Digest;
 
-pub use crate::error::Error;
+pub use crate::error::{Error, ErrorCode};
 pub use crate::id::LedgerId;
 pub use crate::memory::MemoryLedger;
 pub use crate::store_url::{StoreUrl, home_dir};

@@ -222,7 +222,7 @@ impl MemoryLedger {
         let slot = self
             .shards
             .get(shard_of(nonce))
-            .ok_or_else(|| Error::Unavailable("shard index out of range".into()))?;
+            .ok_or_else(|| Error::unavailable_because("shard index out of range"))?;
         lock(slot)
             .consume(nonce, now, until, self.per_shard)
             .map_err(|()| Error::Full(self.max_entries))

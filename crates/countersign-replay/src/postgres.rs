@@ -29,7 +29,7 @@ const MIGRATIONS: &[(i32, &str)] = &[(
 /// Serializes migrations of every countersign ledger in one database (`pg_advisory_xact_lock`).
 const MIGRATION_LOCK: i64 = 0x0063_735f_7265_706c; // "cs_repl"
 
-fn pg_err(err: impl std::fmt::Display) -> Error {
+fn pg_err(err: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::unavailable("postgres", err)
 }
 
@@ -124,7 +124,7 @@ async fn migrate(pool: &Pool, schema: &str) -> Result<LedgerId, Error> {
     let current: i32 = row.try_get(0).map_err(pg_err)?;
     let newest = MIGRATIONS.last().map_or(0, |(v, _)| *v);
     if current > newest {
-        return Err(Error::Unavailable(format!(
+        return Err(Error::unavailable_because(format!(
             "ledger schema v{current} is newer than this build (v{newest})"
         )));
     }
@@ -158,7 +158,7 @@ async fn migrate(pool: &Pool, schema: &str) -> Result<LedgerId, Error> {
     let id: String = row.try_get(0).map_err(pg_err)?;
     tx.commit().await.map_err(pg_err)?;
     LedgerId::parse(&id)
-        .ok_or_else(|| Error::Unavailable("ledger id in the database is malformed".into()))
+        .ok_or_else(|| Error::unavailable_because("ledger id in the database is malformed"))
 }
 
 #[async_trait]

@@ -14,7 +14,7 @@ use crate::{
     Consumption, Digest, Error, Integrity, LedgerId, OpenOptions, ReplayLedger, retain_until,
 };
 
-fn redis_err(err: impl std::fmt::Display) -> Error {
+fn redis_err(err: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::unavailable("redis", err)
 }
 
@@ -53,7 +53,7 @@ impl RedisLedger {
             .await
             .map_err(redis_err)?;
         let id = stored.as_deref().and_then(LedgerId::parse).ok_or_else(|| {
-            Error::Unavailable(format!("redis key `{id_key}` holds no valid ledger id"))
+            Error::unavailable_because(format!("redis key `{id_key}` holds no valid ledger id"))
         })?;
         Ok(RedisLedger {
             id,
@@ -106,7 +106,7 @@ impl ReplayLedger for RedisLedger {
         match reply.as_deref() {
             Some("OK") => Ok(Consumption::Accepted),
             None => Ok(Consumption::Replayed),
-            Some(other) => Err(Error::Unavailable(format!(
+            Some(other) => Err(Error::unavailable_because(format!(
                 "redis answered `{other}` to SET NX"
             ))),
         }

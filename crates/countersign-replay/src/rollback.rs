@@ -31,7 +31,7 @@ pub(crate) fn meta_i64(conn: &Connection, key: &str) -> Result<Option<i64>, Erro
         .map_err(db_err)?;
     v.map(|s| {
         s.parse()
-            .map_err(|_| Error::Unavailable(format!("ledger meta `{key}` is malformed")))
+            .map_err(|_| Error::unavailable_because(format!("ledger meta `{key}` is malformed")))
     })
     .transpose()
 }

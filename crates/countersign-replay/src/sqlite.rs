@@ -132,7 +132,7 @@ fn connect(path: &Path, busy: Duration) -> Result<Connection, Error> {
         match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
             Ok(mode) if mode.eq_ignore_ascii_case("wal") => break,
             Ok(mode) => {
-                return Err(Error::Unavailable(format!(
+                return Err(Error::unavailable_because(format!(
                     "sqlite refused WAL (mode {mode})"
                 )));
             }
@@ -162,7 +162,7 @@ fn migrate(conn: &mut Connection) -> Result<LedgerId, Error> {
     crate::sqlite_schema::migrate(&tx, "replay_schema_version", MIGRATIONS).map_err(
         |e| match e {
             MigrateError::Sqlite(e) => db_err(e),
-            MigrateError::Newer { found, known } => Error::Unavailable(format!(
+            MigrateError::Newer { found, known } => Error::unavailable_because(format!(
                 "ledger schema v{found} is newer than this build (v{known})"
             )),
         },
@@ -181,7 +181,7 @@ fn migrate(conn: &mut Connection) -> Result<LedgerId, Error> {
         .map_err(db_err)?;
     tx.commit().map_err(db_err)?;
     LedgerId::parse(&id)
-        .ok_or_else(|| Error::Unavailable("ledger id in the database is malformed".into()))
+        .ok_or_else(|| Error::unavailable_because("ledger id in the database is malformed"))
 }
 
 impl Inner {
@@ -282,8 +282,8 @@ impl From<rusqlite::Error> for Fail {
 impl From<Fail> for Error {
     fn from(fail: Fail) -> Self {
         match fail {
-            Fail::Busy => Error::Unavailable(
-                "sqlite: the database stayed locked by another writer past the busy timeout".into(),
+            Fail::Busy => Error::unavailable_because(
+                "sqlite: the database stayed locked by another writer past the busy timeout",
             ),
             Fail::Other(err) => err,
         }
@@ -354,7 +354,7 @@ impl ReplayLedger for SqliteLedger {
                 .query_row("PRAGMA quick_check", [], |r| r.get(0))
                 .map_err(db_err)?;
             if verdict != "ok" {
-                return Err(Error::Unavailable(format!("sqlite integrity check failed: {verdict}")));
+                return Err(Error::unavailable_because(format!("sqlite integrity check failed: {verdict}")));
             }
             let fence = rollback::detect(&inner.anchor, conn)?;
             inner.fence_until.fetch_max(fence.until, Ordering::SeqCst);

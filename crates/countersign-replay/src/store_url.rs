@@ -265,7 +265,7 @@ mod tests {
             "/tmp/x.db",
         ] {
             let err = StoreUrl::parse(bad).unwrap_err();
-            assert_eq!(err.code(), "INVALID_STORE_URL", "{bad}");
+            assert_eq!(err.code().as_str(), "INVALID_STORE_URL", "{bad}");
         }
     }
 
@@ -296,7 +296,7 @@ mod tests {
             PathBuf::from("/c/.local/state/countersign")
         );
         assert_eq!(
-            resolve_home(None, None, None).unwrap_err().code(),
+            resolve_home(None, None, None).unwrap_err().code().as_str(),
             "STORE_UNAVAILABLE"
         );
     }

@@ -275,6 +275,6 @@ async fn a_newer_schema_is_refused() {
     let err = open_ledger(&StoreUrl::Sqlite(f.db.clone()), &opts(&f.home))
         .await
         .expect_err("newer schema must be refused");
-    assert_eq!(err.code(), "STORE_UNAVAILABLE");
+    assert_eq!(err.code().as_str(), "STORE_UNAVAILABLE");
     assert!(err.to_string().contains("v99"), "{err}");
 }

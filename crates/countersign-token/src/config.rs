@@ -256,7 +256,7 @@ mod tests {
                 .clone()
                 .with_ttl(Duration::from_secs(secs))
                 .expect_err("range");
-            assert_eq!(err.code(), "CONFIG_INVALID");
+            assert_eq!(err.code().as_str(), "CONFIG_INVALID");
         }
         assert!(c.clone().with_ttl(Duration::from_millis(60_500)).is_err());
         assert!(c.clone().with_skew(Duration::from_secs(301)).is_err());
@@ -278,7 +278,7 @@ mod tests {
         assert!(s.notes.is_empty());
 
         let err = TokenConfig::from_vars(vars(&[]), true).expect_err("hosted");
-        assert_eq!(err.code(), "NO_TOKEN_KEY");
+        assert_eq!(err.code().as_str(), "NO_TOKEN_KEY");
 
         let s = TokenConfig::from_vars(vars(&[]), false).expect("ephemeral");
         assert!(s.keyring.is_ephemeral());
@@ -287,10 +287,10 @@ mod tests {
 
         let err = TokenConfig::from_vars(vars(&[("COUNTERSIGN_TOKEN_TTL", "2h")]), false)
             .expect_err("ttl");
-        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert_eq!(err.code().as_str(), "CONFIG_INVALID");
         let err = TokenConfig::from_vars(vars(&[("COUNTERSIGN_TOKEN_SECRET", "abcd")]), false)
             .expect_err("short");
-        assert_eq!(err.code(), "SECRET_TOO_SHORT");
+        assert_eq!(err.code().as_str(), "SECRET_TOO_SHORT");
     }
 
     #[test]
@@ -300,7 +300,7 @@ mod tests {
             .with_hosted(true)
             .check_keyring(&ring)
             .expect_err("hosted");
-        assert_eq!(err.code(), "EPHEMERAL_KEY_REFUSED");
+        assert_eq!(err.code().as_str(), "EPHEMERAL_KEY_REFUSED");
         assert!(TokenConfig::new().check_keyring(&ring).is_ok());
     }
 }

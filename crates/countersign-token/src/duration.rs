@@ -94,7 +94,7 @@ mod tests {
             "1h 30m",
         ] {
             let err = parse_duration(text).expect_err(text);
-            assert_eq!(err.code(), "INVALID_DURATION", "{text:?}");
+            assert_eq!(err.code().as_str(), "INVALID_DURATION", "{text:?}");
         }
     }
 }

@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+use countersign_canon::ErrorClass;
+
+use crate::replay::GuardError;
+
 /// A claim of the token that did not match the call it was presented with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -120,7 +124,7 @@ pub enum Error {
     Replayed,
     /// The replay ledger could not be asked; the token is refused, never accepted unconsumed.
     #[error("replay store unavailable: {0}")]
-    StoreUnavailable(String),
+    StoreUnavailable(#[source] GuardError),
     /// A secret decodes to fewer than 32 bytes.
     #[error("secret is {0} bytes; at least 32 are required")]
     SecretTooShort(usize),
@@ -159,33 +163,150 @@ pub enum Error {
     },
 }
 
+/// The code of an [`Error`]: the token codes of CONTRACT.md section 4, `STORE_UNAVAILABLE`, and
+/// this crate's stable codes for configuration and keyring failures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `TOKEN_MALFORMED`.
+    TokenMalformed,
+    /// `TOKEN_UNKNOWN_KEY`.
+    TokenUnknownKey,
+    /// `TOKEN_SIGNATURE_MISMATCH`.
+    TokenSignatureMismatch,
+    /// `TOKEN_VERSION_UNSUPPORTED`.
+    TokenVersionUnsupported,
+    /// `TOKEN_EXPIRED`: expired, or issued in the future beyond the allowed skew.
+    TokenExpired,
+    /// `TOKEN_BINDING_MISMATCH`.
+    TokenBindingMismatch,
+    /// `TOKEN_REPLAYED`.
+    TokenReplayed,
+    /// `STORE_UNAVAILABLE`: the replay ledger could not be asked.
+    StoreUnavailable,
+    /// `SECRET_TOO_SHORT`.
+    SecretTooShort,
+    /// `SECRET_INVALID`.
+    SecretInvalid,
+    /// `CONFIG_INVALID`.
+    ConfigInvalid,
+    /// `INVALID_DURATION`.
+    InvalidDuration,
+    /// `INVALID_RISK`.
+    InvalidRisk,
+    /// `NO_TOKEN_KEY`.
+    NoTokenKey,
+    /// `EPHEMERAL_KEY_REFUSED`.
+    EphemeralKeyRefused,
+    /// `KEYRING_INSECURE`.
+    KeyringInsecure,
+    /// `INVALID_KID`.
+    InvalidKid,
+    /// `NO_SUCH_KEY`.
+    NoSuchKey,
+    /// `KEY_ACTIVE`: the active key cannot be retired.
+    KeyActive,
+    /// `KEYRING_EXISTS`.
+    KeyringExists,
+    /// `KEYRING_INVALID`.
+    KeyringInvalid,
+    /// `IO_ERROR`.
+    IoError,
+}
+
+impl ErrorCode {
+    /// The code as written in the contract, e.g. `TOKEN_REPLAYED`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::TokenMalformed => "TOKEN_MALFORMED",
+            ErrorCode::TokenUnknownKey => "TOKEN_UNKNOWN_KEY",
+            ErrorCode::TokenSignatureMismatch => "TOKEN_SIGNATURE_MISMATCH",
+            ErrorCode::TokenVersionUnsupported => "TOKEN_VERSION_UNSUPPORTED",
+            ErrorCode::TokenExpired => "TOKEN_EXPIRED",
+            ErrorCode::TokenBindingMismatch => "TOKEN_BINDING_MISMATCH",
+            ErrorCode::TokenReplayed => "TOKEN_REPLAYED",
+            ErrorCode::StoreUnavailable => "STORE_UNAVAILABLE",
+            ErrorCode::SecretTooShort => "SECRET_TOO_SHORT",
+            ErrorCode::SecretInvalid => "SECRET_INVALID",
+            ErrorCode::ConfigInvalid => "CONFIG_INVALID",
+            ErrorCode::InvalidDuration => "INVALID_DURATION",
+            ErrorCode::InvalidRisk => "INVALID_RISK",
+            ErrorCode::NoTokenKey => "NO_TOKEN_KEY",
+            ErrorCode::EphemeralKeyRefused => "EPHEMERAL_KEY_REFUSED",
+            ErrorCode::KeyringInsecure => "KEYRING_INSECURE",
+            ErrorCode::InvalidKid => "INVALID_KID",
+            ErrorCode::NoSuchKey => "NO_SUCH_KEY",
+            ErrorCode::KeyActive => "KEY_ACTIVE",
+            ErrorCode::KeyringExists => "KEYRING_EXISTS",
+            ErrorCode::KeyringInvalid => "KEYRING_INVALID",
+            ErrorCode::IoError => "IO_ERROR",
+        }
+    }
+
+    /// What kind of failure the code names: a presented token that fails, or an active key that
+    /// may not be retired, is a refusal; a wrong duration, risk class or key id is invalid
+    /// input; the rest (ledger, secrets, keyring file, configuration) is the environment.
+    pub const fn class(self) -> ErrorClass {
+        match self {
+            ErrorCode::TokenMalformed
+            | ErrorCode::TokenUnknownKey
+            | ErrorCode::TokenSignatureMismatch
+            | ErrorCode::TokenVersionUnsupported
+            | ErrorCode::TokenExpired
+            | ErrorCode::TokenBindingMismatch
+            | ErrorCode::TokenReplayed
+            | ErrorCode::KeyActive => ErrorClass::Refusal,
+            ErrorCode::InvalidDuration
+            | ErrorCode::InvalidRisk
+            | ErrorCode::InvalidKid
+            | ErrorCode::NoSuchKey => ErrorClass::Input,
+            ErrorCode::StoreUnavailable
+            | ErrorCode::SecretTooShort
+            | ErrorCode::SecretInvalid
+            | ErrorCode::ConfigInvalid
+            | ErrorCode::NoTokenKey
+            | ErrorCode::EphemeralKeyRefused
+            | ErrorCode::KeyringInsecure
+            | ErrorCode::KeyringExists
+            | ErrorCode::KeyringInvalid
+            | ErrorCode::IoError => ErrorClass::Environment,
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Error {
     /// The contract code (CONTRACT.md section 4) or, for configuration failures, this crate's
     /// stable code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::Malformed(_) => "TOKEN_MALFORMED",
-            Error::UnknownKey => "TOKEN_UNKNOWN_KEY",
-            Error::SignatureMismatch => "TOKEN_SIGNATURE_MISMATCH",
-            Error::VersionUnsupported(_) => "TOKEN_VERSION_UNSUPPORTED",
-            Error::Expired | Error::IssuedInFuture => "TOKEN_EXPIRED",
-            Error::BindingMismatch(_) => "TOKEN_BINDING_MISMATCH",
-            Error::Replayed => "TOKEN_REPLAYED",
-            Error::StoreUnavailable(_) => "STORE_UNAVAILABLE",
-            Error::SecretTooShort(_) => "SECRET_TOO_SHORT",
-            Error::SecretInvalid => "SECRET_INVALID",
-            Error::Config(_) | Error::LedgerRequired => "CONFIG_INVALID",
-            Error::Duration(_) => "INVALID_DURATION",
-            Error::UnknownRisk(_) => "INVALID_RISK",
-            Error::NoKey => "NO_TOKEN_KEY",
-            Error::EphemeralRefused => "EPHEMERAL_KEY_REFUSED",
-            Error::Keyring(KeyringError::Insecure { .. }) => "KEYRING_INSECURE",
-            Error::Keyring(KeyringError::InvalidKid) => "INVALID_KID",
-            Error::Keyring(KeyringError::NoSuchKey(_)) => "NO_SUCH_KEY",
-            Error::Keyring(KeyringError::RetireActive(_)) => "KEY_ACTIVE",
-            Error::Keyring(KeyringError::Exists) => "KEYRING_EXISTS",
-            Error::Keyring(_) => "KEYRING_INVALID",
-            Error::Io { .. } => "IO_ERROR",
+            Error::Malformed(_) => ErrorCode::TokenMalformed,
+            Error::UnknownKey => ErrorCode::TokenUnknownKey,
+            Error::SignatureMismatch => ErrorCode::TokenSignatureMismatch,
+            Error::VersionUnsupported(_) => ErrorCode::TokenVersionUnsupported,
+            Error::Expired | Error::IssuedInFuture => ErrorCode::TokenExpired,
+            Error::BindingMismatch(_) => ErrorCode::TokenBindingMismatch,
+            Error::Replayed => ErrorCode::TokenReplayed,
+            Error::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
+            Error::SecretTooShort(_) => ErrorCode::SecretTooShort,
+            Error::SecretInvalid => ErrorCode::SecretInvalid,
+            Error::Config(_) | Error::LedgerRequired => ErrorCode::ConfigInvalid,
+            Error::Duration(_) => ErrorCode::InvalidDuration,
+            Error::UnknownRisk(_) => ErrorCode::InvalidRisk,
+            Error::NoKey => ErrorCode::NoTokenKey,
+            Error::EphemeralRefused => ErrorCode::EphemeralKeyRefused,
+            Error::Keyring(KeyringError::Insecure { .. }) => ErrorCode::KeyringInsecure,
+            Error::Keyring(KeyringError::InvalidKid) => ErrorCode::InvalidKid,
+            Error::Keyring(KeyringError::NoSuchKey(_)) => ErrorCode::NoSuchKey,
+            Error::Keyring(KeyringError::RetireActive(_)) => ErrorCode::KeyActive,
+            Error::Keyring(KeyringError::Exists) => ErrorCode::KeyringExists,
+            Error::Keyring(_) => ErrorCode::KeyringInvalid,
+            Error::Io { .. } => ErrorCode::IoError,
         }
     }
 
@@ -217,5 +338,49 @@ impl Error {
 impl From<KeyringError> for Error {
     fn from(e: KeyringError) -> Self {
         Error::Keyring(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use countersign_canon::ErrorClass;
+
+    use super::{Error, ErrorCode, KeyringError};
+
+    #[test]
+    fn codes_keep_their_contract_spelling_and_class() {
+        for (e, text, class) in [
+            (Error::IssuedInFuture, "TOKEN_EXPIRED", ErrorClass::Refusal),
+            (Error::Replayed, "TOKEN_REPLAYED", ErrorClass::Refusal),
+            (
+                Error::Keyring(KeyringError::RetireActive("a".into())),
+                "KEY_ACTIVE",
+                ErrorClass::Refusal,
+            ),
+            (
+                Error::UnknownRisk("x".into()),
+                "INVALID_RISK",
+                ErrorClass::Input,
+            ),
+            (
+                Error::Keyring(KeyringError::NoSuchKey("a".into())),
+                "NO_SUCH_KEY",
+                ErrorClass::Input,
+            ),
+            (
+                Error::LedgerRequired,
+                "CONFIG_INVALID",
+                ErrorClass::Environment,
+            ),
+            (
+                Error::Keyring(KeyringError::ActiveKeyCount(2)),
+                "KEYRING_INVALID",
+                ErrorClass::Environment,
+            ),
+        ] {
+            assert_eq!((e.code().as_str(), e.code().class()), (text, class), "{e}");
+        }
+        assert_eq!(ErrorCode::StoreUnavailable.to_string(), "STORE_UNAVAILABLE");
+        assert_eq!(ErrorCode::StoreUnavailable.class(), ErrorClass::Environment);
     }
 }

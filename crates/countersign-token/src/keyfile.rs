@@ -279,7 +279,7 @@ mod tests {
         let before = std::fs::read(&path).expect("read");
         let other = Keyring::from_secret(&"17".repeat(32)).expect("secret");
         assert_eq!(
-            other.create(&path).expect_err("exists").code(),
+            other.create(&path).expect_err("exists").code().as_str(),
             "KEYRING_EXISTS"
         );
         assert_eq!(std::fs::read(&path).expect("read"), before);
@@ -295,7 +295,7 @@ mod tests {
         for mode in [0o640, 0o604, 0o620, 0o644] {
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
             let err = Keyring::load(&path).expect_err("insecure");
-            assert_eq!(err.code(), "KEYRING_INSECURE", "{mode:o}");
+            assert_eq!(err.code().as_str(), "KEYRING_INSECURE", "{mode:o}");
         }
     }
 

@@ -317,7 +317,7 @@ mod tests {
             assert!(Kid::new(ok).is_ok(), "{ok}");
         }
         for bad in ["", " a", "a.b", "ä", "a/b", &"a".repeat(33)] {
-            assert_eq!(Kid::new(bad).expect_err(bad).code(), "INVALID_KID");
+            assert_eq!(Kid::new(bad).expect_err(bad).code().as_str(), "INVALID_KID");
         }
         assert!(is_valid_kid(Kid::random().as_str()));
     }
@@ -337,7 +337,7 @@ mod tests {
             |kid: &str, status| Key::generate(Kid::new(kid).expect("kid"), 0, status).expect("key");
         let verify = KeyStatus::VerifyOnly { retire_at: 10 };
         let err = Keyring::from_keys(vec![key("a", verify)]).expect_err("none active");
-        assert_eq!(err.code(), "KEYRING_INVALID");
+        assert_eq!(err.code().as_str(), "KEYRING_INVALID");
         let two = vec![key("a", KeyStatus::Active), key("b", KeyStatus::Active)];
         assert!(Keyring::from_keys(two).is_err());
         let dup = vec![key("a", KeyStatus::Active), key("a", verify)];
@@ -352,11 +352,14 @@ mod tests {
         assert_eq!(ring.active().kid().as_str(), "b");
         assert!(ring.verifying_key("default", 99).is_some());
         assert!(ring.verifying_key("default", 100).is_none());
-        assert_eq!(ring.retire("b").expect_err("active").code(), "KEY_ACTIVE");
+        assert_eq!(
+            ring.retire("b").expect_err("active").code().as_str(),
+            "KEY_ACTIVE"
+        );
         ring.retire("default").expect("retire");
         assert!(ring.verifying_key("default", 0).is_none());
         assert_eq!(
-            ring.retire("nope").expect_err("absent").code(),
+            ring.retire("nope").expect_err("absent").code().as_str(),
             "NO_SUCH_KEY"
         );
     }

@@ -47,7 +47,7 @@ pub use config::{
     SystemClock, TokenConfig,
 };
 pub use duration::parse_duration;
-pub use error::{BindingField, Error, KeyringError};
+pub use error::{BindingField, Error, ErrorCode, KeyringError};
 pub use keyfile::KEYRING_FORMAT;
 pub use keyring::{DEFAULT_KID, EPHEMERAL_KID, Key, KeyStatus, Keyring, Kid, Note};
 pub use replay::{GuardError, ReplayGuard};

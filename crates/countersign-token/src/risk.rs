@@ -91,7 +91,7 @@ mod tests {
             "destructive ",
         ] {
             let err = bad.parse::<RiskClass>().expect_err("not a name");
-            assert_eq!(err.code(), "INVALID_RISK");
+            assert_eq!(err.code().as_str(), "INVALID_RISK");
         }
     }
 }

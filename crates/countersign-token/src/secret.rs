@@ -61,7 +61,11 @@ mod tests {
                 base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&raw),
             ] {
                 let err = parse_secret(&text).expect_err("short secret");
-                assert_eq!(err.code(), "SECRET_TOO_SHORT", "{n} bytes as {text:?}");
+                assert_eq!(
+                    err.code().as_str(),
+                    "SECRET_TOO_SHORT",
+                    "{n} bytes as {text:?}"
+                );
             }
         }
     }
@@ -83,6 +87,6 @@ mod tests {
     #[test]
     fn garbage_is_invalid_not_short() {
         let err = parse_secret("this is not base64 at all!!").expect_err("garbage");
-        assert_eq!(err.code(), "SECRET_INVALID");
+        assert_eq!(err.code().as_str(), "SECRET_INVALID");
     }
 }

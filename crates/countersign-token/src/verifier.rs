@@ -129,7 +129,7 @@ impl Verifier {
                 _consumed: (),
             }),
             Ok(false) => Err(Error::Replayed),
-            Err(e) => Err(Error::StoreUnavailable(e.to_string())),
+            Err(e) => Err(Error::StoreUnavailable(e)),
         }
     }
 

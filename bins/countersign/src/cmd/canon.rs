@@ -147,5 +147,5 @@ fn read(path: Option<&Path>, limits: &Limits) -> Result<Vec<u8>, Failure> {
 }
 
 fn invalid(err: countersign_canon::Error) -> Failure {
-    Failure::invalid(err.code().as_str(), err.to_string())
+    Failure::new(err.code().class(), err.code().as_str(), err.to_string())
 }

@@ -66,12 +66,7 @@ pub(crate) enum AuditCommand {
 
 pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
     let code = e.code();
-    let message = e.to_string();
-    let mut f = match code {
-        "INVALID_ARGUMENT" => Failure::invalid(code, message),
-        "STORE_UNAVAILABLE" | "CONFIG_INVALID" => Failure::environment(code, message),
-        _ => Failure::refused(code, message),
-    };
+    let mut f = Failure::new(code.class(), code.as_str(), e.to_string());
     f.extra.insert("retryable".into(), e.retryable().into());
     if let Some((have, need)) = e.approvals() {
         f.extra.insert(

@@ -42,14 +42,10 @@ pub(crate) async fn open(url: &StoreUrl) -> Result<Ledger, Failure> {
         .map_err(failure)
 }
 
-/// Maps a ledger error to the contract's exit status.
+/// A ledger error as a failure of its code's class.
 pub(crate) fn failure(err: countersign_replay::Error) -> Failure {
     let code = err.code();
-    let message = err.to_string();
-    match code {
-        "INVALID_STORE_URL" | "INVALID_ARGUMENT" => Failure::invalid(code, message),
-        _ => Failure::environment(code, message),
-    }
+    Failure::new(code.class(), code.as_str(), err.to_string())
 }
 
 /// Runs a future on a small runtime of its own; the CLI does one thing per process.

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use countersign_canon::{Limits, Principal, Profile, Value};
 use countersign_token::{
-    Binding, Clock, Error, Keyring, KeyringError, ReplayGuard, RiskClass, Signer, SystemClock,
-    TokenConfig, Verifier, danger, parse_duration,
+    Binding, Clock, Error, Keyring, ReplayGuard, RiskClass, Signer, SystemClock, TokenConfig,
+    Verifier, danger, parse_duration,
 };
 
 use crate::output::{Ctx, Failure, Report, read_input};
@@ -278,22 +278,19 @@ pub(crate) fn load_keyring(ctx: &Ctx) -> Result<Arc<Keyring>, Failure> {
     ring.map(Arc::new).map_err(failure)
 }
 
-/// Maps a token-crate error to the contract's exit status.
+/// A token-crate error as a failure of its code's class.
 pub(crate) fn failure(e: Error) -> Failure {
-    match e {
-        Error::StoreUnavailable(_) => environment(e),
-        e if e.is_token_failure() => Failure::refused(e.code(), e.to_string()),
-        Error::Duration(_) | Error::UnknownRisk(_) => usage(e),
-        Error::Keyring(KeyringError::InvalidKid | KeyringError::NoSuchKey(_)) => usage(e),
-        Error::Keyring(KeyringError::RetireActive(_)) => Failure::refused(e.code(), e.to_string()),
-        e => environment(e),
-    }
+    let code = e.code();
+    Failure::new(code.class(), code.as_str(), e.to_string())
 }
 
+/// A token-crate error about a value given on the command line: bad usage, whatever its code.
 fn usage(e: Error) -> Failure {
-    Failure::invalid(e.code(), e.to_string())
+    Failure::invalid(e.code().as_str(), e.to_string())
 }
 
+/// A token-crate error about a value from the environment: a configuration failure, whatever its
+/// code.
 fn environment(e: Error) -> Failure {
-    Failure::environment(e.code(), e.to_string())
+    Failure::environment(e.code().as_str(), e.to_string())
 }

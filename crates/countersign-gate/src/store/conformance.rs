@@ -70,10 +70,10 @@ pub struct CountingAction {
     pub calls: AtomicUsize,
     /// How long each call takes.
     pub delay: Duration,
-    /// Fail the first this-many calls (transient when `transient`).
+    /// Fail the first this-many calls (retryable when `retryable`).
     pub fail_first: usize,
-    /// Whether those failures are transient.
-    pub transient: bool,
+    /// Whether those failures are retryable.
+    pub retryable: bool,
 }
 
 #[async_trait::async_trait]
@@ -84,8 +84,8 @@ impl ActionPort for CountingAction {
             tokio::time::sleep(self.delay).await;
         }
         if n < self.fail_first {
-            return Err(if self.transient {
-                ActionError::transient("try later")
+            return Err(if self.retryable {
+                ActionError::retryable("try later")
             } else {
                 ActionError::terminal("refused upstream")
             });
@@ -320,7 +320,7 @@ async fn lifecycle(store: Arc<dyn GateStore>) {
         .execute(d.id.as_str(), &rev, "op-2", &action)
         .await
         .expect_err("consumed");
-    assert_eq!(err.code(), "DRAFT_NOT_EDITABLE");
+    assert_eq!(err.code().as_str(), "DRAFT_NOT_EDITABLE");
     let records = store.audit().await.expect("audit");
     let kinds: Vec<String> = records
         .iter()
@@ -355,7 +355,7 @@ async fn race_distinct_operation_ids(store: Arc<dyn GateStore>) {
         match t.await.expect("task") {
             Ok(_) => ok += 1,
             Err(e) => {
-                assert_eq!(e.code(), "DRAFT_NOT_EDITABLE", "{e}");
+                assert_eq!(e.code().as_str(), "DRAFT_NOT_EDITABLE", "{e}");
                 refused += 1;
             }
         }
@@ -384,7 +384,7 @@ async fn race_same_operation_id(store: Arc<dyn GateStore>) {
         match t.await.expect("task") {
             Ok(x) if !x.replay => fresh += 1,
             Ok(_) => {}
-            Err(e) => assert_eq!(e.code(), "OPERATION_IN_PROGRESS", "{e}"),
+            Err(e) => assert_eq!(e.code().as_str(), "OPERATION_IN_PROGRESS", "{e}"),
         }
     }
     assert_eq!(fresh, 1);
@@ -412,7 +412,10 @@ async fn race_one_operation_id_across_drafts(store: Arc<dyn GateStore>) {
                 ok += 1;
             }
             Err(e) => assert!(
-                matches!(e.code(), "OPERATION_ID_CONFLICT" | "OPERATION_IN_PROGRESS"),
+                matches!(
+                    e.code().as_str(),
+                    "OPERATION_ID_CONFLICT" | "OPERATION_IN_PROGRESS"
+                ),
                 "{e}"
             ),
         }
@@ -433,7 +436,7 @@ async fn race_rate_ceiling_across_drafts(store: Arc<dyn GateStore>) {
     for t in tasks {
         match t.await.expect("task") {
             Ok(_) => ok += 1,
-            Err(e) => assert_eq!(e.code(), "RATE_LIMITED", "{e}"),
+            Err(e) => assert_eq!(e.code().as_str(), "RATE_LIMITED", "{e}"),
         }
     }
     assert_eq!(ok, 2);
@@ -456,18 +459,18 @@ async fn revise_voids_approval(store: Arc<dyn GateStore>) {
         .execute(d.id.as_str(), &old, "a", &action)
         .await
         .expect_err("old");
-    assert_eq!(e.code(), "STALE_REVISION");
+    assert_eq!(e.code().as_str(), "STALE_REVISION");
     let new = revised.revision.to_hex();
     let e = g
         .execute(d.id.as_str(), &new, "b", &action)
         .await
         .expect_err("new");
-    assert_eq!(e.code(), "APPROVAL_REQUIRED");
+    assert_eq!(e.code().as_str(), "APPROVAL_REQUIRED");
     let e = g
         .revise(d.id.as_str(), &old, br#"{"title":"v3"}"#)
         .await
         .expect_err("stale");
-    assert_eq!(e.code(), "STALE_REVISION");
+    assert_eq!(e.code().as_str(), "STALE_REVISION");
     assert_eq!(store.revisions(&d.id).await.expect("read").len(), 2);
     g.approve(d.id.as_str(), &new, "bob", Channel::Cli)
         .await
@@ -500,7 +503,7 @@ async fn rate_ceiling(store: Arc<dyn GateStore>) {
         .execute(d.id.as_str(), &rev, "r3", &action)
         .await
         .expect_err("over");
-    assert_eq!(e.code(), "RATE_LIMITED");
+    assert_eq!(e.code().as_str(), "RATE_LIMITED");
     assert_eq!(e.retry_after(), Some(40));
     assert!(e.retryable());
     clock.advance(Duration::from_secs(41));
@@ -514,7 +517,7 @@ async fn failures(store: Arc<dyn GateStore>) {
     let g = gate(store, ManualClock::at(T0));
     let flaky = CountingAction {
         fail_first: 1,
-        transient: true,
+        retryable: true,
         ..CountingAction::default()
     };
     let d = approved(&g, "publish_post", r#"{"title":"flaky"}"#).await;
@@ -522,13 +525,13 @@ async fn failures(store: Arc<dyn GateStore>) {
     let e = g
         .execute(d.id.as_str(), &rev, "f1", &flaky)
         .await
-        .expect_err("transient");
-    assert_eq!((e.code(), e.retryable()), ("UPSTREAM_ERROR", true));
+        .expect_err("retryable");
+    assert_eq!((e.code().as_str(), e.retryable()), ("UPSTREAM_ERROR", true));
     let e = g
         .execute(d.id.as_str(), &rev, "f2", &flaky)
         .await
         .expect_err("other op");
-    assert_eq!(e.code(), "DRAFT_NOT_EDITABLE");
+    assert_eq!(e.code().as_str(), "DRAFT_NOT_EDITABLE");
     g.execute(d.id.as_str(), &rev, "f1", &flaky)
         .await
         .expect("retry same op");
@@ -545,7 +548,10 @@ async fn failures(store: Arc<dyn GateStore>) {
             .execute(d.id.as_str(), &rev, "t1", &broken)
             .await
             .expect_err("terminal");
-        assert_eq!((e.code(), e.retryable()), ("UPSTREAM_ERROR", false));
+        assert_eq!(
+            (e.code().as_str(), e.retryable()),
+            ("UPSTREAM_ERROR", false)
+        );
     }
     assert_eq!(
         broken.calls.load(Ordering::SeqCst),
@@ -557,7 +563,7 @@ async fn failures(store: Arc<dyn GateStore>) {
         .execute(other.id.as_str(), &other.revision.to_hex(), "t1", &broken)
         .await
         .expect_err("reused id");
-    assert_eq!(e.code(), "OPERATION_ID_CONFLICT");
+    assert_eq!(e.code().as_str(), "OPERATION_ID_CONFLICT");
 }
 
 async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
@@ -571,7 +577,7 @@ async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
         .execute(d.id.as_str(), &rev, "late", &action)
         .await
         .expect_err("expired");
-    assert_eq!(e.code(), "APPROVAL_REQUIRED");
+    assert_eq!(e.code().as_str(), "APPROVAL_REQUIRED");
     g.reject(d.id.as_str(), "carol", Some("no"))
         .await
         .expect("reject");
@@ -579,17 +585,17 @@ async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
         .execute(d.id.as_str(), &rev, "late2", &action)
         .await
         .expect_err("rejected");
-    assert_eq!(e.code(), "APPROVAL_REJECTED");
+    assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let e = g
         .approve(d.id.as_str(), &rev, "alice", Channel::Cli)
         .await
         .expect_err("closed");
-    assert_eq!(e.code(), "APPROVAL_REJECTED");
+    assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let e = g
         .approve(d.id.as_str(), &rev, "alice", Channel::Elicitation)
         .await
         .expect_err("channel");
-    assert_eq!(e.code(), "APPROVAL_REJECTED");
+    assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let fresh = propose(&g, "publish_post", r#"{"title":"chan"}"#).await;
     let e = g
         .approve(
@@ -600,12 +606,12 @@ async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
         )
         .await
         .expect_err("cli only");
-    assert_eq!(e.code(), "POLICY_DENIED");
+    assert_eq!(e.code().as_str(), "POLICY_DENIED");
     let e = g
         .execute("0123456789abcdef0123456789abcdef", &rev, "x", &action)
         .await
         .expect_err("none");
-    assert_eq!(e.code(), "NOT_FOUND");
+    assert_eq!(e.code().as_str(), "NOT_FOUND");
     assert_eq!(action.calls.load(Ordering::SeqCst), 0);
 }
 
@@ -651,7 +657,7 @@ async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
             .execute(d.id.as_str(), &rev, "op-admit", &port)
             .await
             .expect_err("refused");
-        assert_eq!(err.code(), code);
+        assert_eq!(err.code().as_str(), code);
         assert_eq!(port.calls.load(Ordering::SeqCst), 0);
     }
     assert!(

@@ -58,7 +58,7 @@ pub struct SqliteStore {
 }
 
 fn db(e: rusqlite::Error) -> Error {
-    Error::store(format!("sqlite: {e}"))
+    Error::store_failed("sqlite", e)
 }
 
 impl SqliteStore {
@@ -162,7 +162,7 @@ fn create_private(path: &Path) -> Result<()> {
     options
         .open(path)
         .map(drop)
-        .map_err(|e| Error::store(format!("cannot create {}: {e}", path.display())))
+        .map_err(|e| Error::store_failed(format_args!("cannot create {}", path.display()), e))
 }
 
 /// Bytes of a BLOB or TEXT column: an edited row may hold either, and must still be read so
@@ -559,7 +559,7 @@ impl GateStore for SqliteStore {
 
     async fn health(&self) -> Result<()> {
         let now = file_identity(&self.path)
-            .map_err(|e| Error::store(format!("sqlite: {}: {e}", self.path.display())))?;
+            .map_err(|e| Error::store_failed(format_args!("sqlite: {}", self.path.display()), e))?;
         if self.identity != Some(now) {
             return Err(Error::store(format!(
                 "sqlite: {} was moved or replaced since it was opened",

@@ -292,7 +292,7 @@ subject = "ops"
         std::fs::write(&path, TWO).expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).expect("chmod");
         let err = Clients::load(&path).expect_err("group-readable");
-        assert_eq!(err.code(), "CONFIG_INVALID");
+        assert_eq!(err.code().as_str(), "CONFIG_INVALID");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         assert_eq!(Clients::load(&path).expect("private").len(), 2);
     }

@@ -167,7 +167,10 @@ mod tests {
                 ..ConnectionLimits::new()
             },
         ] {
-            assert_eq!(bad.check().expect_err("refused").code(), "CONFIG_INVALID");
+            assert_eq!(
+                bad.check().expect_err("refused").code().as_str(),
+                "CONFIG_INVALID"
+            );
         }
     }
 }

@@ -46,7 +46,7 @@ fn rotate_then_retire() {
     check(&rotated, &under_b.token, NOW + 30).expect("B's token verifies");
     // Past its retirement time A is as good as gone.
     let late = check(&rotated, &under_a.token, retire_at).expect_err("retired by time");
-    assert_eq!(late.code(), "TOKEN_UNKNOWN_KEY");
+    assert_eq!(late.code().as_str(), "TOKEN_UNKNOWN_KEY");
 
     // Retired explicitly: its tokens are unknown-key at once.
     let mut ring = Keyring::load(&path).expect("load");
@@ -54,7 +54,7 @@ fn rotate_then_retire() {
     ring.save(&path).expect("save");
     let retired = load();
     let err = check(&retired, &under_a.token, NOW + 30).expect_err("retired");
-    assert_eq!(err.code(), "TOKEN_UNKNOWN_KEY");
+    assert_eq!(err.code().as_str(), "TOKEN_UNKNOWN_KEY");
     check(&retired, &under_b.token, NOW + 30).expect("B unaffected");
     assert!(
         !std::fs::read_to_string(&path)

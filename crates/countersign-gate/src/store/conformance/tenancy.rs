@@ -145,7 +145,7 @@ async fn operation_ids_are_per_principal(store: Arc<dyn GateStore>) {
         )
         .await
         .expect_err("same principal, other input");
-    assert_eq!(err.code(), "OPERATION_ID_CONFLICT");
+    assert_eq!(err.code().as_str(), "OPERATION_ID_CONFLICT");
     verify(&store.audit().await.expect("audit"), None).expect("chain holds");
 }
 
@@ -170,7 +170,7 @@ async fn open_drafts_ceiling(store: Arc<dyn GateStore>) {
         match t.await.expect("task") {
             Ok(d) => made.push(d),
             Err(e) => {
-                assert_eq!(e.code(), "QUOTA_EXCEEDED");
+                assert_eq!(e.code().as_str(), "QUOTA_EXCEEDED");
                 assert!(e.retryable());
                 let after = e.retry_after().expect("retry_after");
                 assert!((1..=600).contains(&after), "{after}");
@@ -217,12 +217,12 @@ async fn proposals_ceiling(store: Arc<dyn GateStore>) {
         .revise(d.id.as_str(), &rev, br#"{"title":"one too many"}"#)
         .await
         .expect_err("sixth in a minute");
-    assert_eq!(err.code(), "QUOTA_EXCEEDED");
+    assert_eq!(err.code().as_str(), "QUOTA_EXCEEDED");
     assert_eq!(err.retry_after(), Some(60));
     let err = propose_as(&g, &a, r#"{"title":"p"}"#)
         .await
         .expect_err("proposals share it");
-    assert_eq!(err.code(), "QUOTA_EXCEEDED");
+    assert_eq!(err.code().as_str(), "QUOTA_EXCEEDED");
     clock.advance(Duration::from_secs(45));
     let err = propose_as(&g, &a, r#"{"title":"p"}"#)
         .await
@@ -322,14 +322,14 @@ async fn refusals_are_folded(store: Arc<dyn GateStore>) {
     let action = CountingAction::default();
     for _ in 0..300 {
         let e = propose_as(&g, &a, "{not json").await.expect_err("invalid");
-        assert_eq!(e.code(), "INVALID_ARGUMENT");
+        assert_eq!(e.code().as_str(), "INVALID_ARGUMENT");
     }
     for _ in 0..300 {
         let e = g
             .execute(&"0".repeat(32), &"0".repeat(64), "op", &action)
             .await
             .expect_err("no such draft");
-        assert_eq!(e.code(), "NOT_FOUND");
+        assert_eq!(e.code().as_str(), "NOT_FOUND");
     }
     let records = store.audit().await.expect("audit");
     assert_eq!(
@@ -359,7 +359,7 @@ async fn credential_names_are_redacted(store: Arc<dyn GateStore>) {
     let err = propose_as(&g, &tenant("a"), &args)
         .await
         .expect_err("a credential as a name");
-    assert_eq!(err.code(), "PRIVACY_BLOCKED");
+    assert_eq!(err.code().as_str(), "PRIVACY_BLOCKED");
     let text = err.to_string();
     assert!(!text.contains(key), "{text}");
     assert!(text.contains("/meta/[redacted]"), "{text}");

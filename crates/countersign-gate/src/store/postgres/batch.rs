@@ -29,7 +29,7 @@ use super::tenancy::{self, Quota};
 use super::tx::{Ended, OpenTx, ended, in_order, seal_and_commit, writes};
 use super::{DRAFT_LOCK, OP_LOCK, QUOTA_LOCK};
 use crate::audit::{AuditRecord, Unchained};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreFailure};
 use crate::model::{Draft, DraftId, Operation, RateWindow};
 use crate::store::{Commit, Snapshot, Step, TxKeys};
 
@@ -91,7 +91,7 @@ enum Turn {
 enum Done {
     Sealed(Vec<AuditRecord>),
     Alone,
-    Failed(String),
+    Failed(StoreFailure),
 }
 
 /// How a batched transition ended for its caller.
@@ -450,7 +450,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
                     .collect(),
                 Err(e) => counts
                     .iter()
-                    .map(|_| Done::Failed(store_text(&e)))
+                    .map(|_| Done::Failed(store_failure(&e)))
                     .collect(),
             }
         }
@@ -462,10 +462,10 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     }
 }
 
-/// The message of a store error, to hand to every member of a batch.
-fn store_text(e: &Error) -> String {
+/// A store error as the store failure to hand to every member of a batch.
+fn store_failure(e: &Error) -> StoreFailure {
     match e {
-        Error::StoreUnavailable(m) => m.clone(),
-        other => other.to_string(),
+        Error::StoreUnavailable(f) => f.clone(),
+        other => StoreFailure::with_source(other.to_string(), other.clone()),
     }
 }

@@ -2,7 +2,7 @@
 //! driver's failures to the gate's errors.
 
 use super::{GATE_LOCK, tenancy};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreFailure};
 
 /// Opens a gate transaction whose COMMIT does not wait for the WAL flush.
 ///
@@ -63,15 +63,15 @@ pub(super) fn pg(e: impl PgFailure) -> Error {
 
 /// How each kind of failure the store meets becomes a gate error: one the server or the
 /// connection reported makes the store unavailable; anything else is a store error.
-pub(super) trait PgFailure: std::fmt::Display + Sized {
+pub(super) trait PgFailure: std::error::Error + Send + Sync + Sized + 'static {
     fn into_error(self) -> Error {
-        Error::store(format!("postgres: {self}"))
+        Error::store_failed("postgres", self)
     }
 }
 
 impl PgFailure for tokio_postgres::Error {
     fn into_error(self) -> Error {
-        Error::StoreUnavailable(pg_text(&self))
+        Error::StoreUnavailable(StoreFailure::with_source(pg_text(&self), self))
     }
 }
 

@@ -10,7 +10,7 @@ use countersign_canon::Domain;
 use super::rows::{Bound, DraftRow, OpRow, RevisionRow};
 use super::sql::{Statements, pg_text};
 use crate::audit::Unchained;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreFailure};
 
 /// A pooled connection inside a transaction begun by hand (so that BEGIN, the lock and the
 /// reads share one round trip, and the writes and COMMIT another). Unless the COMMIT came back,
@@ -238,9 +238,9 @@ pub(super) enum Ended {
     Committed(Vec<tokio_postgres::Row>),
     /// The server refused a statement before the COMMIT, so the COMMIT rolled back: nothing
     /// was written.
-    RolledBack(String),
+    RolledBack(StoreFailure),
     /// Anything else: the COMMIT may or may not have happened (or may not be durable).
-    Unknown(String),
+    Unknown(StoreFailure),
 }
 
 pub(super) fn ended(
@@ -248,9 +248,11 @@ pub(super) fn ended(
     appended: bool,
 ) -> Ended {
     let (Some(durable), Some(commit)) = (results.pop(), results.pop()) else {
-        return Ended::Unknown("postgres: a transaction without its COMMIT".to_owned());
+        return Ended::Unknown(StoreFailure::new(
+            "postgres: a transaction without its COMMIT",
+        ));
     };
-    let first_error = results.iter().find_map(|r| r.as_ref().err());
+    let first_error = results.iter().position(std::result::Result::is_err);
     match (first_error, commit, durable) {
         (None, Ok(_), Ok(_)) => {
             let rows = if appended {
@@ -262,15 +264,30 @@ pub(super) fn ended(
         }
         // A statement the server refused aborts the transaction; the COMMIT then answers
         // ROLLBACK without an error.
-        (Some(e), Ok(_), _)
+        (Some(i), Ok(_), _)
             if results.iter().all(|r| {
                 r.as_ref()
                     .map_or_else(|e| e.as_db_error().is_some(), |_| true)
             }) =>
         {
-            Ended::RolledBack(pg_text(e))
+            Ended::RolledBack(failure_at(results, i))
         }
-        (Some(e), _, _) => Ended::Unknown(pg_text(e)),
-        (None, Err(e), _) | (None, Ok(_), Err(e)) => Ended::Unknown(pg_text(&e)),
+        (Some(i), _, _) => Ended::Unknown(failure_at(results, i)),
+        (None, Err(e), _) | (None, Ok(_), Err(e)) => Ended::Unknown(failure(e)),
     }
+}
+
+/// The failure of the statement at `i`, which [`ended`] found to be an error.
+fn failure_at(
+    mut results: Vec<std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>>,
+    i: usize,
+) -> StoreFailure {
+    match results.swap_remove(i) {
+        Err(e) => failure(e),
+        Ok(_) => StoreFailure::new("postgres: a statement failed"),
+    }
+}
+
+fn failure(e: tokio_postgres::Error) -> StoreFailure {
+    StoreFailure::with_source(pg_text(&e), e)
 }
