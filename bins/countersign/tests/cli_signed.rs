@@ -93,7 +93,10 @@ fn expired_statements_unknown_keys_other_people_and_tenants_are_refused() {
     let (s, _) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
     let (_, other_sig) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
     assert_eq!(
-        env.approve_with(&s, &other_sig).unwrap_err().code().as_str(),
+        env.approve_with(&s, &other_sig)
+            .unwrap_err()
+            .code()
+            .as_str(),
         "SIGNATURE_INVALID"
     );
     assert_eq!(
@@ -200,7 +203,10 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
         );
         let op = format!("op-lost{finding}");
         env.lose_run(&d, &op);
-        assert_eq!(env.execute(&d, &op).unwrap_err().code().as_str(), "OUTCOME_UNKNOWN");
+        assert_eq!(
+            env.execute(&d, &op).unwrap_err().code().as_str(),
+            "OUTCOME_UNKNOWN"
+        );
         let unsigned = env.run(&["resolve", d.id.as_str(), finding, "--yes"]);
         assert_eq!(
             unsigned.status.code(),

@@ -10,7 +10,7 @@
 
 use countersign_canon::{Digest, Domain, Limits, Object, Profile, Revision, Value, digest};
 
-use crate::approval::{Approvers, Kind, Signature, Statement, sshsig};
+use crate::approval::{Approvers, Kind, Signature, Statement, sshsig, webauthn};
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
@@ -213,26 +213,52 @@ fn check_approval(
             "the statement does not approve this revision by this approver",
         ));
     }
-    let Some(Signature::Ssh(armored)) = Signature::from_parts(&ev.kind, ev.signature.clone())
-    else {
-        return Err(fail(part, "unknown signature kind"));
-    };
-    let key =
-        sshsig::verify(statement.bytes(), &armored).map_err(|e| fail(&part, e.to_string()))?;
-    if key.to_openssh().ok().as_deref() != Some(ev.key.as_str()) {
-        return Err(fail(
-            part,
-            "the signature was made by another key than the one given",
-        ));
-    }
-    if let Some(file) = approvers {
-        let owner = file.by_ssh_key(&key).map(|o| o.name());
-        if owner != Some(a.approver.as_str()) {
-            return Err(fail(
-                part,
-                "the key is not listed for this approver in the approvers file",
-            ));
+    match Signature::from_parts(&ev.kind, ev.signature.clone()) {
+        Some(Signature::Ssh(armored)) => {
+            let key = sshsig::verify(statement.bytes(), &armored)
+                .map_err(|e| fail(&part, e.to_string()))?;
+            if key.to_openssh().ok().as_deref() != Some(ev.key.as_str()) {
+                return Err(fail(
+                    part,
+                    "the signature was made by another key than the one given",
+                ));
+            }
+            if let Some(file) = approvers {
+                let owner = file.by_ssh_key(&key).map(|o| o.name());
+                if owner != Some(a.approver.as_str()) {
+                    return Err(fail(
+                        part,
+                        "the key is not listed for this approver in the approvers file",
+                    ));
+                }
+            }
         }
+        Some(Signature::WebAuthn(text)) => {
+            let passkey =
+                webauthn::passkey_from_text(&ev.key).map_err(|e| fail(&part, e.to_string()))?;
+            if webauthn::passkey_text(&passkey) != ev.key {
+                return Err(fail(part, "the passkey is not in canonical form"));
+            }
+            let assertion =
+                webauthn::Assertion::from_text(&text).map_err(|e| fail(&part, e.to_string()))?;
+            if assertion.to_text() != text || assertion.credential_id != passkey.id {
+                return Err(fail(part, "the assertion is not the given passkey's"));
+            }
+            webauthn::verify_assertion(&passkey, &assertion, statement.digest().as_bytes())
+                .map_err(|e| fail(&part, e.to_string()))?;
+            if let Some(file) = approvers {
+                let listed = file
+                    .by_passkey(&passkey.id)
+                    .is_some_and(|(o, p)| o.name() == a.approver && *p == passkey);
+                if !listed {
+                    return Err(fail(
+                        part,
+                        "the passkey is not listed for this approver in the approvers file",
+                    ));
+                }
+            }
+        }
+        None => return Err(fail(part, "unknown signature kind")),
     }
     Ok((a.approver.clone(), ev.kind.clone()))
 }

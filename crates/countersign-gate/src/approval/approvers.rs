@@ -150,6 +150,13 @@ impl Approvers {
         self.list.iter().find(|a| a.name == name)
     }
 
+    /// The approver with the passkey whose credential id is `id`, and that passkey.
+    pub fn by_passkey(&self, id: &[u8]) -> Option<(&Approver, &Passkey)> {
+        self.list
+            .iter()
+            .find_map(|a| a.passkeys.iter().find(|p| p.id == id).map(|p| (a, p)))
+    }
+
     /// The approver one of whose ssh keys is `key`.
     pub fn by_ssh_key(&self, key: &PublicKey) -> Option<&Approver> {
         self.list

@@ -11,6 +11,7 @@
 pub mod approvers;
 pub mod sshsig;
 pub mod statement;
+pub mod webauthn;
 
 pub use approvers::{Approver, Approvers, Passkey, import_allowed_signers};
 pub use statement::{Kind, Outcome, Statement};
@@ -24,6 +25,9 @@ use crate::policy::ToolPolicy;
 pub enum Signature {
     /// An armored SSHSIG signature in the approval namespace.
     Ssh(String),
+    /// A passkey assertion over the statement's digest, in [`webauthn::Assertion::to_text`]
+    /// form.
+    WebAuthn(String),
 }
 
 impl Signature {
@@ -31,6 +35,7 @@ impl Signature {
     pub fn kind(&self) -> &'static str {
         match self {
             Signature::Ssh(_) => "ssh",
+            Signature::WebAuthn(_) => "webauthn",
         }
     }
 
@@ -38,6 +43,7 @@ impl Signature {
     pub fn text(&self) -> &str {
         match self {
             Signature::Ssh(armored) => armored,
+            Signature::WebAuthn(assertion) => assertion,
         }
     }
 
@@ -45,6 +51,7 @@ impl Signature {
     pub fn from_parts(kind: &str, text: String) -> Option<Self> {
         match kind {
             "ssh" => Some(Signature::Ssh(text)),
+            "webauthn" => Some(Signature::WebAuthn(text)),
             _ => None,
         }
     }
@@ -91,6 +98,9 @@ pub struct Checked {
     pub statement: Statement,
     /// What to keep with the approval.
     pub evidence: Evidence,
+    /// For a passkey: its credential id and the signature counter it reported, which must
+    /// grow from one use to the next (0 when the authenticator keeps no counter).
+    pub counter: Option<(Vec<u8>, u32)>,
 }
 
 /// Parses `statement`, verifies `signature` over it, and finds the signing key in `approvers`
@@ -105,25 +115,38 @@ pub fn check_signed(
     signature: &Signature,
 ) -> Result<Checked> {
     let parsed = Statement::parse(statement)?;
-    let key = match signature {
-        Signature::Ssh(armored) => sshsig::verify(statement, armored)?,
+    let not_listed = Error::ApproverNotAllowed {
+        why: "the signing key is not in the approvers file",
     };
-    let owner = approvers
-        .by_ssh_key(&key)
-        .ok_or(Error::ApproverNotAllowed {
-            why: "the signing key is not in the approvers file",
-        })?;
+    let (owner, key_text, counter) = match signature {
+        Signature::Ssh(armored) => {
+            let key = sshsig::verify(statement, armored)?;
+            let owner = approvers.by_ssh_key(&key).ok_or(not_listed)?;
+            let text = key.to_openssh().map_err(|_| Error::SignatureInvalid {
+                why: "the signing key cannot be encoded",
+            })?;
+            (owner, text, None)
+        }
+        Signature::WebAuthn(text) => {
+            let assertion = webauthn::Assertion::from_text(text)?;
+            let (owner, passkey) = approvers
+                .by_passkey(&assertion.credential_id)
+                .ok_or(not_listed)?;
+            let verified =
+                webauthn::verify_assertion(passkey, &assertion, parsed.digest().as_bytes())?;
+            let counter = Some((assertion.credential_id.clone(), verified.counter));
+            (owner, webauthn::passkey_text(passkey), counter)
+        }
+    };
     if owner.name() != parsed.approver() {
         return Err(Error::ApproverNotAllowed {
             why: "the signing key belongs to another approver",
         });
     }
-    let key_text = key.to_openssh().map_err(|_| Error::SignatureInvalid {
-        why: "the signing key cannot be encoded",
-    })?;
     Ok(Checked {
         statement: parsed,
         evidence: Evidence::from_parts(statement.to_vec(), signature.clone(), key_text),
+        counter,
     })
 }
 
