@@ -295,13 +295,31 @@ impl Gate {
     /// `NOT_FOUND`, `STALE_REVISION`, `DRAFT_NOT_EDITABLE`, `APPROVAL_REJECTED`, the propose
     /// refusals, `STORE_UNAVAILABLE`.
     pub async fn revise(&self, draft_id: &str, expected: &str, args: &[u8]) -> Result<Draft> {
+        self.revise_by(draft_id, expected, args, None).await
+    }
+
+    /// [`Gate::revise`] made by a person (`editor`, e.g. on the review page) rather than by the
+    /// agent: the audit record names them, and the new revision still needs approving.
+    ///
+    /// # Errors
+    /// As [`Gate::revise`].
+    pub async fn revise_by(
+        &self,
+        draft_id: &str,
+        expected: &str,
+        args: &[u8],
+        editor: Option<&str>,
+    ) -> Result<Draft> {
         let now = self.now();
         let id = DraftId::parse(draft_id)?;
         let expected = parse_revision(expected)?;
         let current = self.store.draft(&id).await?.ok_or(Error::NotFound)?;
-        let event = AuditEvent::new("revise", now)
+        let mut event = AuditEvent::new("revise", now)
             .text("draft", id.as_str())
             .text("action", &current.action);
+        if let Some(editor) = editor {
+            event = event.text("editor", editor);
+        }
         let prepared = self
             .gated_policy(&current.action)
             .and_then(|tool| self.normalize(&current.action, tool, args))
