@@ -80,6 +80,26 @@ impl Gate {
         self.refuse_audited(event.clone(), e, None).await
     }
 
+    /// A passkey's signature counter must move on from its last use, or a copy of the passkey
+    /// is signing somewhere else.
+    async fn advance_counter(&self, checked: &Checked, event: &AuditEvent) -> Result<()> {
+        let Some((credential, counter)) = &checked.counter else {
+            return Ok(());
+        };
+        let e = match self
+            .store
+            .advance_passkey_counter(credential, *counter)
+            .await
+        {
+            Ok(true) => return Ok(()),
+            Ok(false) => Error::SignatureInvalid {
+                why: "the passkey's signature counter went backwards; it may have been copied",
+            },
+            Err(e) => e,
+        };
+        self.refuse_audited(event.clone(), e, None).await
+    }
+
     /// Approves every (draft, revision) pair of a signed approval statement.
     ///
     /// # Errors
@@ -110,6 +130,7 @@ impl Gate {
                 return self.refuse_audited(event, e, None).await;
             }
         }
+        self.advance_counter(&checked, &event).await?;
         self.consume_statement(&checked, &event).await?;
         let mut approvals = Vec::with_capacity(checked.statement.items().len());
         for (id, revision) in checked.statement.items() {
@@ -220,6 +241,7 @@ impl Gate {
                 .await;
         };
         if let Some(c) = &checked {
+            self.advance_counter(c, &event).await?;
             self.consume_statement(c, &event).await?;
         }
         let keys = TxKeys {

@@ -121,7 +121,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
-    assert_eq!(versions, vec![1, 2, 3]);
+    assert_eq!(versions, vec![1, 2, 3, 4]);
     after_upgrade(store, &action, &a, &b).await;
 }
 

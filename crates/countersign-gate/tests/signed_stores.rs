@@ -152,3 +152,67 @@ async fn postgres_keeps_signed_approvals() {
         .await
         .expect("drop");
 }
+
+/// The passkey counter rule on one store: first use, growth, a repeat or a step back refused,
+/// and the always-0 counter of an authenticator that keeps none.
+async fn counters(store: &dyn GateStore) {
+    let (a, b) = (b"credential-a".as_slice(), b"credential-b".as_slice());
+    assert!(store.advance_passkey_counter(a, 5).await.expect("first"));
+    assert!(store.advance_passkey_counter(a, 6).await.expect("grows"));
+    assert!(!store.advance_passkey_counter(a, 6).await.expect("repeat"));
+    assert!(!store.advance_passkey_counter(a, 2).await.expect("back"));
+    assert!(
+        !store
+            .advance_passkey_counter(a, 0)
+            .await
+            .expect("zero after counting")
+    );
+    assert!(
+        store
+            .advance_passkey_counter(b, 0)
+            .await
+            .expect("no counter")
+    );
+    assert!(
+        store
+            .advance_passkey_counter(b, 0)
+            .await
+            .expect("still none")
+    );
+    assert!(
+        store
+            .advance_passkey_counter(b, 1)
+            .await
+            .expect("starts counting")
+    );
+}
+
+#[tokio::test]
+async fn every_store_keeps_passkey_counters() {
+    counters(&MemoryStore::new()).await;
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("gate.db");
+    counters(&SqliteStore::open(&path).expect("open")).await;
+    // Another handle on the same file sees the same counters.
+    let again = SqliteStore::open(&path).expect("reopen");
+    assert!(
+        !again
+            .advance_passkey_counter(b"credential-a", 6)
+            .await
+            .expect("kept")
+    );
+    #[cfg(feature = "postgres")]
+    if let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") {
+        use countersign_gate::store::postgres::PostgresStore;
+        let schema = format!("gate_counters_{}", std::process::id());
+        counters(&PostgresStore::connect(&url, &schema).await.expect("store")).await;
+        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+            .await
+            .expect("drop");
+    }
+}

@@ -191,7 +191,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2, 3]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -243,7 +243,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2, 3]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -307,7 +307,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2, 3]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -335,7 +335,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 3, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -352,7 +352,7 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2, 3]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     for table in ["gate_revisions", "gate_operations", "gate_rate"] {
         let sql: String = conn

@@ -350,7 +350,7 @@ mod tests {
         assert!(s.check_time(1_000_000).is_ok());
         assert!(s.check_time(1_599_999).is_ok());
         assert!(s.check_time(1_600_000).is_err());
-        assert!(s.check_time(900_000).is_ok());
+        assert!(s.check_time(940_000).is_ok());
         assert!(s.check_time(939_000).is_err());
     }
 }

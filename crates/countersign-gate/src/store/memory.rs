@@ -20,6 +20,7 @@ struct Inner {
     rate: Vec<(String, i64)>,
     proposals: Vec<(Principal, i64)>,
     audit: Vec<AuditRecord>,
+    counters: std::collections::BTreeMap<Vec<u8>, u32>,
 }
 
 /// The count and earliest of `times`.
@@ -218,6 +219,16 @@ impl GateStore for MemoryStore {
             .operations
             .retain(|_, op| !gone.contains(&op.draft_id));
         Ok(gone.len() as u64)
+    }
+
+    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
+        let mut inner = self.lock()?;
+        let last = inner.counters.get(credential).copied();
+        let moved = crate::store::counter_moves(last, counter);
+        if moved {
+            inner.counters.insert(credential.to_vec(), counter);
+        }
+        Ok(moved)
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {

@@ -159,6 +159,21 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn audit(&self) -> Result<Vec<AuditRecord>>;
 
+    /// Records that the passkey `credential` signed with `counter`, and says whether that
+    /// counter moved on from the last one recorded: a counter that does not grow (other than
+    /// 0 from an authenticator that keeps none) means a copy of the passkey signs elsewhere
+    /// (WebAuthn, "signature counter"). Atomic across processes. A store that cannot keep
+    /// counters refuses, so a passkey approval never goes unchecked.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`]; `CONFIG_INVALID` for a store without counters.
+    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
+        let _ = (credential, counter);
+        Err(crate::Error::Config(
+            "this store keeps no passkey signature counters".into(),
+        ))
+    }
+
     /// Whether the store can be reached now, for health probes: one cheap round trip. The
     /// default reads an operation that never exists, a real read on any backend.
     ///
@@ -168,5 +183,15 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
         self.operation(&Principal::default(), "countersign-health-probe")
             .await
             .map(drop)
+    }
+}
+
+/// The WebAuthn counter rule: a new counter must exceed the last one, except that an
+/// authenticator that keeps none reports 0 every time.
+pub(crate) fn counter_moves(last: Option<u32>, counter: u32) -> bool {
+    match last {
+        None => true,
+        Some(0) if counter == 0 => true,
+        Some(last) => counter > last,
     }
 }

@@ -574,6 +574,26 @@ impl GateStore for SqliteStore {
             .map(drop)
     }
 
+    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
+        let conn = self.lock()?;
+        let key = hex::encode(credential);
+        // One statement: the row is written only when the counter moves, and the returned row
+        // says whether it did.
+        let moved = conn
+            .prepare_cached(
+                "INSERT INTO gate_passkey_counters (credential, counter) VALUES (?1, ?2)
+                 ON CONFLICT (credential) DO UPDATE SET counter = excluded.counter
+                 WHERE excluded.counter > gate_passkey_counters.counter
+                    OR (excluded.counter = 0 AND gate_passkey_counters.counter = 0)
+                 RETURNING 1",
+            )
+            .map_err(db)?
+            .query_row(rusqlite::params![key, i64::from(counter)], |_| Ok(()))
+            .optional()
+            .map_err(db)?;
+        Ok(moved.is_some())
+    }
+
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
         let conn = self.lock()?;
         let mut stmt = conn

@@ -388,6 +388,22 @@ impl GateStore for PostgresStore {
         tenancy::purge(&mut client, &self.sql.tenancy, states, before).await
     }
 
+    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
+        let client = self.pool.get().await.map_err(pg)?;
+        let sql = format!(
+            "INSERT INTO {s}.gate_passkey_counters AS c (credential, counter) VALUES ($1, $2)
+             ON CONFLICT (credential) DO UPDATE SET counter = EXCLUDED.counter
+             WHERE EXCLUDED.counter > c.counter OR (EXCLUDED.counter = 0 AND c.counter = 0)
+             RETURNING 1",
+            s = self.s
+        );
+        let moved = client
+            .query_opt(&sql, &[&hex::encode(credential), &i64::from(counter)])
+            .await
+            .map_err(pg)?;
+        Ok(moved.is_some())
+    }
+
     async fn health(&self) -> Result<()> {
         let client = self.pool.get().await.map_err(pg)?;
         let sql = format!("SELECT 1 FROM {}.gate_audit WHERE seq < 0", self.s);

@@ -21,6 +21,8 @@ CREATE INDEX IF NOT EXISTS gate_quota_principal_at ON {s}.gate_quota (principal,
 CREATE INDEX IF NOT EXISTS gate_drafts_principal ON {s}.gate_drafts (principal, created_at, id);
 CREATE INDEX IF NOT EXISTS gate_drafts_open ON {s}.gate_drafts (principal, expires_at)
     WHERE state IN ('proposed', 'approved');
+CREATE TABLE IF NOT EXISTS {s}.gate_passkey_counters (
+    credential TEXT PRIMARY KEY, counter BIGINT NOT NULL);
 ";
 
 /// Whether every table, column and index of the current layout is there already: read from
@@ -37,6 +39,7 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
         "gate_quota_principal_at",
         "gate_drafts_principal",
         "gate_drafts_open",
+        "gate_passkey_counters",
     ]
     .iter()
     .map(|n| format!("{s}.{n}"))

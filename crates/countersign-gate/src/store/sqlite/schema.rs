@@ -99,9 +99,20 @@ CREATE INDEX gate_drafts_open ON gate_drafts (principal, expires_at)
     WHERE state IN ('proposed', 'approved');
 ";
 
+/// v4 keeps the last signature counter of each passkey that approved (WebAuthn's clone check).
+const MIGRATE_V4: &str = "
+CREATE TABLE IF NOT EXISTS gate_passkey_counters (
+    credential TEXT PRIMARY KEY, counter INTEGER NOT NULL) WITHOUT ROWID;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
-const MIGRATIONS: &[(i64, &str)] = &[(1, SCHEMA_V1), (2, MIGRATE_V2), (3, MIGRATE_V3)];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, SCHEMA_V1),
+    (2, MIGRATE_V2),
+    (3, MIGRATE_V3),
+    (4, MIGRATE_V4),
+];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
 /// the version under the write lock so that of two processes opening an old file only the first
