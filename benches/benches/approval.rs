@@ -30,10 +30,6 @@ struct Fixture {
 fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
     let pair = Ed25519Keypair::from_seed(&[7; 32]);
     let key = ed25519_dalek::VerifyingKey::from_bytes(&pair.public.0).expect("key");
-    let bare = {
-        use ed25519_dalek::Signer as _;
-        ed25519_dalek::SigningKey::from_bytes(&[7; 32]).sign(b"placeholder")
-    };
     let private = PrivateKey::from(pair);
     let public = private.public_key().to_openssh().expect("openssh");
     let file = format!("[[approver]]\nname = \"alice\"\nssh = [\"{public}\"]\n");
@@ -101,7 +97,6 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
     let signature = sign(&statement);
     let bare = {
         use ed25519_dalek::Signer as _;
-        let _ = bare;
         ed25519_dalek::SigningKey::from_bytes(&[7; 32]).sign(statement.bytes())
     };
     Fixture {
@@ -123,9 +118,11 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("approval");
     group.throughput(Throughput::Elements(1));
     group.bench_function("baseline_ed25519_verify", |b| {
+        // The check `ssh-key` itself makes, so the ratio is the statement's own cost.
+        use ed25519_dalek::Verifier as _;
         b.iter(|| {
             f.key
-                .verify_strict(black_box(f.statement.bytes()), black_box(&f.bare))
+                .verify(black_box(f.statement.bytes()), black_box(&f.bare))
                 .expect("valid")
         });
     });
