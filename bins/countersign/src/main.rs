@@ -68,7 +68,7 @@ enum Command {
     Reject(cmd::gate::RejectArgs),
     /// Verify or list the audit chain.
     #[command(subcommand)]
-    Audit(cmd::gate::AuditCommand),
+    Audit(cmd::audit::AuditCommand),
     /// Settle a run whose outcome is unknown, after checking the world.
     Resolve(cmd::signed::ResolveArgs),
     /// Check, list or import the approvers file.
@@ -111,7 +111,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Show(args) => cmd::gate::show(ctx, args),
         Command::Approve(args) => cmd::gate::approve(ctx, args),
         Command::Reject(args) => cmd::gate::reject(ctx, args),
-        Command::Audit(command) => cmd::gate::audit(ctx, command),
+        Command::Audit(command) => cmd::audit::audit(ctx, command),
         Command::Resolve(args) => cmd::signed::resolve(ctx, args),
         Command::Approvers(command) => cmd::approvers::run(ctx, command),
         Command::Receipt(args) => cmd::receipt::run(ctx, args),

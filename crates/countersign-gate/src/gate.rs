@@ -22,7 +22,7 @@ use crate::policy::{Channel, Mode, Policy, ToolPolicy};
 use crate::refusals::Refusals;
 use crate::state::{Approval, State};
 use crate::store::{Commit, GateStore, QuotaKeys, Snapshot, TxKeys};
-use crate::view::{MAX_ARGS_LIMITS, STORED_LIMITS, fits_manifest};
+use crate::view::MAX_ARGS_LIMITS;
 use crate::view::{parse_revision, recorded_tool, scan_value};
 
 /// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
@@ -483,28 +483,4 @@ impl Gate {
             .filter(|d| d.state.is_open() && now < d.expires_at)
             .collect())
     }
-}
-
-impl Gate {
-    /// Refuses an envelope that could not be stored and read back, or whose manifest is over
-    /// the policy's manifest limit.
-    fn fits(&self, canonical: &[u8], hidden: &[String]) -> Result<()> {
-        fits_stored(canonical)?;
-        fits_manifest(canonical, hidden, &self.policy.manifest_limits())
-    }
-}
-
-/// Refuses an envelope the gate could not read back (`STORED_LIMITS`): the arguments were within
-/// the limits, but the envelope around them — action name, principal — is not.
-fn fits_stored(canonical: &[u8]) -> Result<()> {
-    if canonical.len() > STORED_LIMITS.max_size {
-        return Err(Error::InvalidArgument {
-            rule: "TOO_LARGE",
-            message: format!(
-                "the envelope is larger than the limit of {} bytes",
-                STORED_LIMITS.max_size
-            ),
-        });
-    }
-    Ok(())
 }

@@ -13,6 +13,9 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;
+use crate::glob::{glob_match, is_glob};
+pub use crate::people::ApproverRule;
+use crate::people::quorum;
 
 pub use countersign_token::RiskClass as Risk;
 
@@ -119,37 +122,6 @@ pub struct ToolPolicy {
     pub signed: Option<bool>,
     /// Whether the proposing subject may approve their own proposal.
     pub self_approval: bool,
-}
-
-/// Which names from the approvers file may approve a tool.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum ApproverRule {
-    /// Anyone listed for the draft's tenant (`"*"`, and the default).
-    #[default]
-    Anyone,
-    /// Only these names.
-    Named(Vec<String>),
-}
-
-impl ApproverRule {
-    /// Whether `name` is allowed by this rule.
-    pub fn allows(&self, name: &str) -> bool {
-        match self {
-            ApproverRule::Anyone => true,
-            ApproverRule::Named(names) => names.iter().any(|n| n == name),
-        }
-    }
-
-    fn from_raw(raw: Option<Vec<String>>) -> Result<Self> {
-        match raw {
-            None => Ok(ApproverRule::Anyone),
-            Some(names) if names.iter().any(|n| n == "*") => Ok(ApproverRule::Anyone),
-            Some(names) if names.is_empty() || names.iter().any(String::is_empty) => Err(
-                Error::Config("approvers must name at least one approver, or \"*\"".into()),
-            ),
-            Some(names) => Ok(ApproverRule::Named(names)),
-        }
-    }
 }
 
 impl ToolPolicy {
@@ -423,16 +395,6 @@ fn manifest_limits(raw: Option<RawManifest>) -> Result<ManifestLimits> {
     Ok(limits)
 }
 
-/// A quorum is a count of people: at least one, and few enough that a person can gather them.
-fn quorum(raw: Option<u32>) -> Result<Option<u32>> {
-    match raw {
-        Some(q) if q == 0 || q > 32 => Err(Error::Config(format!(
-            "quorum {q} out of range (1 to 32 approvers)"
-        ))),
-        other => Ok(other),
-    }
-}
-
 fn default_risk(mode: Mode) -> Risk {
     if mode == Mode::Pass {
         Risk::Read
@@ -497,40 +459,6 @@ fn check_pointer(p: &str) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn is_glob(p: &str) -> bool {
-    p.contains(['*', '?'])
-}
-
-/// `*` matches any run of characters, `?` exactly one; everything else matches itself.
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    // Iterative matcher with one backtrack point: linear in practice, never exponential.
-    let (mut pi, mut ni) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
-        match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-            }
-            Some(&c) if c == '?' || c == n[ni] => {
-                pi += 1;
-                ni += 1;
-            }
-            _ => match star {
-                Some((sp, sn)) => {
-                    pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use countersign_canon::{Digest, Limits, Manifest, ManifestLimits, Profile, Revision, Value};
 
 use crate::error::{Error, Result};
+use crate::gate::Gate;
 use crate::model::Draft;
 use crate::privacy;
 
@@ -166,4 +167,28 @@ pub fn manifest(draft: &Draft) -> Result<Manifest> {
         return Err(Error::Tampered);
     }
     manifest_with(&draft.canonical, draft.revision, &draft.hidden)
+}
+
+impl Gate {
+    /// Refuses an envelope that could not be stored and read back, or whose manifest is over
+    /// the policy's manifest limit.
+    pub(crate) fn fits(&self, canonical: &[u8], hidden: &[String]) -> Result<()> {
+        fits_stored(canonical)?;
+        fits_manifest(canonical, hidden, &self.policy.manifest_limits())
+    }
+}
+
+/// Refuses an envelope the gate could not read back (`STORED_LIMITS`): the arguments were within
+/// the limits, but the envelope around them — action name, principal — is not.
+fn fits_stored(canonical: &[u8]) -> Result<()> {
+    if canonical.len() > STORED_LIMITS.max_size {
+        return Err(Error::InvalidArgument {
+            rule: "TOO_LARGE",
+            message: format!(
+                "the envelope is larger than the limit of {} bytes",
+                STORED_LIMITS.max_size
+            ),
+        });
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! One module per command group; each parses nothing itself and holds no policy of its own.
 
 pub(crate) mod approvers;
+pub(crate) mod audit;
 pub(crate) mod canon;
 pub(crate) mod gate;
 pub(crate) mod keys;

@@ -16,19 +16,20 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
 use super::phases::{Phase, Phases};
 use super::rows::{
-    hidden_from_row, hidden_to_row, only_state_moved, principal_from_row, principal_to_row,
-    revision_from_row, state_from_row, state_to_row,
+    hidden_to_row, only_state_moved, principal_to_row, revision_from_row, state_to_row,
 };
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use schema::migrate;
 
+mod reads;
 mod schema;
 mod tenancy;
+mod tx;
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
-use crate::model::{
-    Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RateWindow, RevisionRecord,
-};
+use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
+use reads::{bytes, get_draft, get_op, read_draft};
+use tx::Immediate;
 
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
                              created_at, expires_at, state, detail";
@@ -103,42 +104,6 @@ impl SqliteStore {
     }
 }
 
-/// A `BEGIN IMMEDIATE` transaction through cached statements: rusqlite's own transaction parses
-/// `BEGIN` and `COMMIT` anew every time, a measurable part of a transaction this short. Rolled
-/// back when dropped uncommitted, on an error or a panic in between.
-struct Immediate<'c> {
-    conn: &'c Connection,
-}
-
-impl<'c> Immediate<'c> {
-    fn begin(conn: &'c Connection) -> Result<Self> {
-        conn.prepare_cached("BEGIN IMMEDIATE")
-            .map_err(db)?
-            .execute([])
-            .map_err(db)?;
-        Ok(Immediate { conn })
-    }
-
-    fn commit(self) -> Result<()> {
-        self.conn
-            .prepare_cached("COMMIT")
-            .map_err(db)?
-            .execute([])
-            .map_err(db)
-            .map(drop)
-    }
-}
-
-impl Drop for Immediate<'_> {
-    fn drop(&mut self) {
-        if !self.conn.is_autocommit() {
-            // Nothing was committed; if even the rollback fails, SQLite rolls back when the
-            // next statement finds the transaction broken.
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
-    }
-}
-
 #[cfg(unix)]
 fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
@@ -163,101 +128,6 @@ fn create_private(path: &Path) -> Result<()> {
         .open(path)
         .map(drop)
         .map_err(|e| Error::store_failed(format_args!("cannot create {}", path.display()), e))
-}
-
-/// Bytes of a BLOB or TEXT column: an edited row may hold either, and must still be read so
-/// verification can report it rather than fail to look.
-fn bytes(row: &rusqlite::Row<'_>, idx: usize) -> rusqlite::Result<Vec<u8>> {
-    use rusqlite::types::ValueRef;
-    Ok(match row.get_ref(idx)? {
-        ValueRef::Blob(b) | ValueRef::Text(b) => b.to_vec(),
-        _ => Vec::new(),
-    })
-}
-
-fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Draft>> {
-    let id: String = row.get(0)?;
-    let action: String = row.get(1)?;
-    let risk: String = row.get(2)?;
-    let seq: u32 = row.get(3)?;
-    let revision: String = row.get(4)?;
-    let canonical = bytes(row, 5)?;
-    let hidden: String = row.get(6)?;
-    let principal: String = row.get(7)?;
-    let created_at: i64 = row.get(8)?;
-    let expires_at: i64 = row.get(9)?;
-    let state: String = row.get(10)?;
-    let detail: String = row.get(11)?;
-    Ok((|| {
-        Ok(Draft {
-            id: DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))?,
-            action,
-            risk,
-            seq,
-            revision: revision_from_row(&revision)?,
-            canonical,
-            hidden: hidden_from_row(&hidden)?,
-            principal: principal_from_row(&principal)?,
-            created_at,
-            expires_at,
-            state: state_from_row(&state, &detail)?,
-        })
-    })())
-}
-
-fn read_op(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Operation>> {
-    let id: String = row.get(0)?;
-    let fingerprint: String = row.get(1)?;
-    let draft_id: String = row.get(2)?;
-    let revision: String = row.get(3)?;
-    let status: String = row.get(4)?;
-    let owner: String = row.get(5)?;
-    let lease_until: i64 = row.get(6)?;
-    let result: Option<String> = row.get(7)?;
-    let error: Option<String> = row.get(8)?;
-    let attempts: u32 = row.get(9)?;
-    let started_at: i64 = row.get(10)?;
-    let finished_at: Option<i64> = row.get(11)?;
-    let principal: String = row.get(12)?;
-    Ok((|| {
-        Ok(Operation {
-            principal: principal_from_row(&principal)?,
-            id,
-            fingerprint: Digest::from_hex(&fingerprint)
-                .map_err(|_| Error::store("stored fingerprint is malformed"))?,
-            draft_id: DraftId::parse(&draft_id)
-                .map_err(|_| Error::store("stored draft id is malformed"))?,
-            revision: revision_from_row(&revision)?,
-            status: OpStatus::parse(&status)?,
-            owner,
-            lease_until,
-            result,
-            error,
-            attempts,
-            started_at,
-            finished_at,
-        })
-    })())
-}
-
-fn get_draft(conn: &Connection, id: &DraftId) -> Result<Option<Draft>> {
-    let sql = format!("SELECT {DRAFT_COLUMNS} FROM gate_drafts WHERE id = ?1");
-    conn.prepare_cached(&sql)
-        .map_err(db)?
-        .query_row([id.as_str()], read_draft)
-        .optional()
-        .map_err(db)?
-        .transpose()
-}
-
-fn get_op(conn: &Connection, principal: &str, id: &str) -> Result<Option<Operation>> {
-    let sql = format!("SELECT {OP_COLUMNS} FROM gate_operations WHERE principal = ?1 AND id = ?2");
-    conn.prepare_cached(&sql)
-        .map_err(db)?
-        .query_row([principal, id], read_op)
-        .optional()
-        .map_err(db)?
-        .transpose()
 }
 
 fn write(
