@@ -544,7 +544,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// The number after ` name=` in one of the gate's timing lines.
 fn logged_field(line: &str, name: &str) -> Option<f64> {
-    countersign_gate::timing::logged_micros(line, name).map(|n| n as f64)
+    countersign_testkit::timing::logged_micros(line, name).map(|n| n as f64)
 }
 
 /// The Node.js filesystem server reached directly, through the relay and through the proxy.

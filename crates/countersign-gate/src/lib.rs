@@ -24,7 +24,6 @@ mod refusals;
 mod retention;
 pub mod state;
 pub mod store;
-pub mod timing;
 mod transact;
 mod view;
 

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use countersign_canon::{Digest, Domain, Principal, digest};
 
-use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort};
-use crate::audit::verify;
-use crate::gate::{Clock, Gate, Proposal};
-use crate::model::{Draft, OpStatus};
-use crate::policy::{Channel, Policy};
-use crate::store::{Commit, GateStore, Snapshot, TxKeys};
+use countersign_gate::audit::verify;
+use countersign_gate::store::{Commit, Snapshot, TxKeys};
+use countersign_gate::{
+    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Clock, Draft, Error, Execution,
+    Gate, GateStore, OpStatus, Policy, Proposal,
+};
 
 mod tenancy;
 
@@ -178,7 +178,7 @@ fn execute_together(
     drafts: &[Draft],
     action: &Arc<CountingAction>,
     operation_id: impl Fn(usize) -> String,
-) -> Vec<tokio::task::JoinHandle<crate::error::Result<crate::execute::Execution>>> {
+) -> Vec<tokio::task::JoinHandle<countersign_gate::Result<Execution>>> {
     let start = Arc::new(tokio::sync::Barrier::new(drafts.len()));
     drafts
         .iter()
@@ -611,7 +611,7 @@ async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
 
 /// A port that refuses every draft with the error it holds, and counts its calls.
 struct Refusing {
-    refusal: fn() -> crate::error::Error,
+    refusal: fn() -> Error,
     calls: AtomicUsize,
 }
 
@@ -625,7 +625,7 @@ impl ActionPort for Refusing {
         })
     }
 
-    fn admit(&self, _draft: &Draft) -> crate::error::Result<()> {
+    fn admit(&self, _draft: &Draft) -> countersign_gate::Result<()> {
         Err((self.refusal)())
     }
 }
@@ -637,11 +637,8 @@ async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
     let d = approved(&g, "publish_post", r#"{"title":"t"}"#).await;
     let rev = d.revision.to_hex();
     for (refusal, code) in [
-        (
-            (|| crate::error::Error::NotFound) as fn() -> crate::error::Error,
-            "NOT_FOUND",
-        ),
-        (|| crate::error::Error::ToolChanged, "STALE_REVISION"),
+        ((|| Error::NotFound) as fn() -> Error, "NOT_FOUND"),
+        (|| Error::ToolChanged, "STALE_REVISION"),
     ] {
         let port = Refusing {
             refusal,
