@@ -49,7 +49,7 @@ use serde_json::json;
 mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
-use echo::{Bench, Client, in_process};
+use echo::{Client, bench, in_process};
 use fixtures::{ROOMY_LIMITS, no_op};
 
 fn role() -> Option<(String, Vec<String>)> {
@@ -85,7 +85,7 @@ fn serve_role(role: &str, rest: &[String]) {
         match role {
             "upstream" => {
                 let announce = rest.first().map(String::as_str) == Some("announce");
-                serve_stdio(Bench { announce }).await.expect("upstream");
+                serve_stdio(bench(announce)).await.expect("upstream");
             }
             "relay" => relay(rest).await,
             "proxy-cmd" => {

@@ -2,11 +2,13 @@
 //! shipped build carries test support. Used only as a dev-dependency.
 //!
 //! Each part that needs a library crate sits behind a feature of that name, so a suite builds
-//! only what it uses: `replay` (the ledger conformance suite) and `gate` (the gate store
-//! conformance suite). `timing` and [`require_env`] need nothing.
+//! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
+//! suite) and `mcp` (a fake MCP server). `timing` and [`require_env`] need nothing.
 
 #[cfg(feature = "gate")]
 pub mod gate;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 #[cfg(feature = "replay")]
 pub mod replay;
 pub mod timing;
