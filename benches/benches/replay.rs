@@ -22,7 +22,7 @@ use fixtures::{ledger_binding, nonce};
 const CONCURRENCY: u64 = 16;
 
 fn random_u128() -> u128 {
-    u128::from_le_bytes(countersign_replay::conformance::nonce())
+    u128::from_le_bytes(countersign_testkit::replay::nonce())
 }
 
 fn far_expiry() -> i64 {

@@ -157,7 +157,8 @@ fn unreachable_store_is_store_unavailable() {
 /// A restore from an older copy, made through the library, then checked by the CLI.
 #[test]
 fn check_reports_a_restored_copy() {
-    use countersign_replay::{Consumption, OpenOptions, StoreUrl, conformance, now_unix_ms};
+    use countersign_replay::{Consumption, OpenOptions, StoreUrl, now_unix_ms};
+    use countersign_testkit::replay as conformance;
     let home = Home::new();
     let db = home.db("a.db");
     let backup = home.db("a.backup");

@@ -29,7 +29,6 @@ mod retention;
 mod signed;
 pub mod state;
 pub mod store;
-pub mod timing;
 mod transact;
 mod view;
 

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use countersign_canon::Principal;
 use countersign_gate::audit::Anchor;
-use countersign_gate::store::conformance::{CountingAction, ManualClock, POLICY, tool};
 use countersign_gate::{Channel, Draft, Gate, Policy, Proposal, SqliteStore};
+use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, tool};
 
 const T0: i64 = 1_764_000_000_000;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use countersign_gate::MemoryStore;
 use countersign_gate::store::GateStore;
-use countersign_gate::store::conformance::run_all;
+use countersign_testkit::gate::run_all;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_conforms() {

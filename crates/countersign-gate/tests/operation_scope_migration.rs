@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
-use countersign_gate::store::conformance::{CountingAction, ManualClock, tool};
 use countersign_gate::{Channel, Draft, Gate, GateStore, Policy, Proposal};
+use countersign_testkit::gate::{CountingAction, ManualClock, tool};
 
 const T0: i64 = 1_764_000_000_000;
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_gate::audit::verify;
-use countersign_gate::store::conformance::{CountingAction, ManualClock, propose};
 use countersign_gate::store::postgres::PostgresStore;
 use countersign_gate::store::{Commit, GateStore, Snapshot, TxKeys};
 use countersign_gate::{Channel, Gate, OpStatus, Policy};
+use countersign_testkit::gate::{CountingAction, ManualClock, propose};
 
 /// No tool with a rate ceiling, so every transition may share a transaction; quotas the
 /// hundreds of proposals of one principal never reach.

@@ -7,10 +7,8 @@
 use std::sync::Arc;
 
 use countersign_gate::Channel;
-use countersign_gate::store::conformance::{
-    ManualClock, gate, propose, state_moves_and_row_changes,
-};
 use countersign_gate::store::postgres::PostgresStore;
+use countersign_testkit::gate::{ManualClock, gate, propose, state_moves_and_row_changes};
 
 const T0: i64 = 1_764_000_000_000;
 

@@ -6,10 +6,8 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use countersign_gate::audit::Anchor;
-use countersign_gate::store::conformance::{
-    CountingAction, ManualClock, POLICY, approved, propose,
-};
 use countersign_gate::{Draft, Gate, GateStore, Policy, SqliteStore};
+use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approved, propose};
 
 const T0: i64 = 1_764_000_000_000;
 

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use countersign_gate::SqliteStore;
-use countersign_gate::store::conformance::{ManualClock, approved, gate, propose};
-use countersign_gate::timing::logged_micros;
+use countersign_testkit::gate::{ManualClock, approved, gate, propose};
+use countersign_testkit::timing::logged_micros;
 
 const T0: i64 = 1_764_000_000_000;
 const FIELDS: [&str; 5] = ["begin_us", "read_us", "decide_us", "write_us", "commit_us"];

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use countersign_gate::SqliteStore;
-use countersign_gate::store::conformance::state_moves_and_row_changes;
+use countersign_testkit::gate::state_moves_and_row_changes;
 
 #[tokio::test]
 async fn a_state_move_and_a_row_change_both_store_exactly_the_committed_draft() {

@@ -5,11 +5,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
-use countersign_gate::store::conformance::{CountingAction, ManualClock, approved, gate};
 use countersign_gate::store::{GateStore, Step, TxKeys};
 use countersign_gate::{
     Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord, StoreFailure,
 };
+use countersign_testkit::gate::{CountingAction, ManualClock, approved, gate};
 
 /// A memory store whose connection can be cut.
 #[derive(Debug, Default)]

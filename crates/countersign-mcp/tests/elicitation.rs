@@ -12,17 +12,17 @@ use countersign_canon::Limits;
 use countersign_gate::{Channel, MemoryStore};
 use countersign_mcp::{Confirmer, Countersign, Gated, GuardedTransport};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
+use countersign_testkit::mcp::FakeServer;
 use countersign_token::{Keyring, TokenConfig};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
     ContentBlock, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
-    InputRequest, InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
-    ServerCapabilities, ServerConfig, Tool,
+    InputRequest, InputResponses, JsonObject, ProtocolVersion,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RoleServer, RunningService,
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
 };
-use rmcp::{ClientHandler, ErrorData as McpError, ServerHandler, ServiceExt};
+use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt};
 use serde_json::{Value, json};
 
 /// Every wait in these tests ends by itself.
@@ -34,67 +34,18 @@ async fn bounded<F: Future>(f: F) -> F::Output {
 
 /// The wrapped server: one tool, `launch`, whose description a test can change, recording each
 /// call it receives.
-#[derive(Clone)]
-struct Launcher {
-    calls: Arc<AtomicUsize>,
-    seen: Arc<Mutex<Vec<Value>>>,
-    description: Arc<Mutex<&'static str>>,
+fn launcher() -> FakeServer {
+    FakeServer::new()
+        .tool("launch", "Launches.")
+        .recording()
+        .answering(launched)
 }
 
-impl Default for Launcher {
-    fn default() -> Self {
-        Launcher {
-            calls: Arc::default(),
-            seen: Arc::default(),
-            description: Arc::new(Mutex::new("Launches.")),
-        }
-    }
-}
-
-impl Launcher {
-    fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-
-    fn describe(&self, description: &'static str) {
-        *self.description.lock().expect("lock") = description;
-    }
-}
-
-impl ServerHandler for Launcher {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _r: Option<PaginatedRequestParams>,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let schema = json!({"type": "object"})
-            .as_object()
-            .cloned()
-            .expect("object");
-        let description = *self.description.lock().expect("lock");
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "launch",
-            description,
-            Arc::new(schema),
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        self.seen.lock().expect("lock").push(args.clone());
-        let mut r = CallToolResult::success(vec![ContentBlock::text("launched")]);
-        r.structured_content = Some(json!({"launched": args}));
-        Ok(r.into())
-    }
+/// `launch`'s answer: `launched`, with the arguments it ran with.
+fn launched(_tool: &str, args: &JsonObject) -> CallToolResult {
+    let mut r = CallToolResult::success(vec![ContentBlock::text("launched")]);
+    r.structured_content = Some(json!({"launched": args}));
+    r
 }
 
 /// How the host's person answers.
@@ -222,7 +173,7 @@ async fn both(keys: bool) -> Arc<Countersign> {
 }
 
 /// The server side of a fresh connection; the client end of the pipe is returned.
-fn serve(core: Arc<Countersign>, inner: Launcher) -> tokio::io::DuplexStream {
+fn serve(core: Arc<Countersign>, inner: FakeServer) -> tokio::io::DuplexStream {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_io);
     let transport = GuardedTransport::new(read, write, Limits::DEFAULT);
@@ -238,7 +189,7 @@ fn serve(core: Arc<Countersign>, inner: Launcher) -> tokio::io::DuplexStream {
 async fn connect(
     host: &Host,
     core: &Arc<Countersign>,
-    inner: &Launcher,
+    inner: &FakeServer,
 ) -> RunningService<RoleClient, Host> {
     let io = serve(core.clone(), inner.clone());
     bounded(host.clone().serve(io)).await.expect("handshake")
@@ -248,7 +199,7 @@ async fn connect(
 async fn connect_2026(
     host: &Host,
     core: &Arc<Countersign>,
-    inner: &Launcher,
+    inner: &FakeServer,
 ) -> RunningService<RoleClient, Host> {
     let io = serve(core.clone(), inner.clone());
     let lifecycle = ClientLifecycleMode::Discover {
@@ -262,12 +213,12 @@ async fn connect_2026(
 /// A layer allowing both channels, with keys, and a 2026-07-28 host that approves.
 async fn approving_2026() -> (
     Arc<Countersign>,
-    Launcher,
+    FakeServer,
     Host,
     RunningService<RoleClient, Host>,
 ) {
     let core = both(true).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     let host = Host::new(Answer::Approve, ProtocolVersion::V_2026_07_28);
     let client = connect_2026(&host, &core, &inner).await;
     (core, inner, host, client)
@@ -328,7 +279,7 @@ fn args() -> Value {
 async fn accept_in_the_host_runs_the_approved_bytes_once() {
     for version in [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25] {
         let core = both(false).await;
-        let inner = Launcher::default();
+        let inner = launcher();
         let host = Host::new(Answer::Approve, version.clone());
         let client = connect(&host, &core, &inner).await;
 
@@ -342,7 +293,7 @@ async fn accept_in_the_host_runs_the_approved_bytes_once() {
             inner.calls()
         );
         // The handler got the stored canonical (NFC) arguments.
-        let seen = inner.seen.lock().expect("lock")[0].clone();
+        let seen = inner.seen()[0].clone();
         assert_eq!(seen["note"], "caf\u{e9} pay\u{202e}lave");
         let draft = s["draft_id"].as_str().expect("string").to_owned();
         let revision = s["revision"].as_str().expect("string").to_owned();
@@ -385,7 +336,7 @@ async fn accept_in_the_host_runs_the_approved_bytes_once() {
 async fn decline_or_an_unticked_box_rejects_and_nothing_runs() {
     for answer in [Answer::Decline, Answer::Untick] {
         let core = both(false).await;
-        let inner = Launcher::default();
+        let inner = launcher();
         let host = Host::new(answer, ProtocolVersion::V_2025_11_25);
         let client = connect(&host, &core, &inner).await;
 
@@ -404,7 +355,7 @@ async fn decline_or_an_unticked_box_rejects_and_nothing_runs() {
 #[tokio::test]
 async fn cancel_leaves_the_draft_for_the_cli() {
     let core = both(false).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     let host = Host::new(Answer::Cancel, ProtocolVersion::V_2025_11_25);
     let client = connect(&host, &core, &inner).await;
 
@@ -436,7 +387,7 @@ async fn cancel_leaves_the_draft_for_the_cli() {
 #[tokio::test]
 async fn an_elicitation_only_tool_cannot_be_approved_by_the_cli() {
     let core = layer("elicitation", false, BOUND).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     for host in [
         Host::new(Answer::Cancel, ProtocolVersion::V_2025_11_25),
         Host::without_elicitation(ProtocolVersion::V_2025_11_25),
@@ -466,7 +417,7 @@ async fn an_elicitation_only_tool_cannot_be_approved_by_the_cli() {
 #[tokio::test]
 async fn no_answer_in_time_is_no_approval() {
     let core = layer("both", false, Duration::from_millis(300)).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     let host = Host::new(Answer::Never, ProtocolVersion::V_2025_11_25);
     let client = connect(&host, &core, &inner).await;
 
@@ -488,7 +439,7 @@ async fn no_answer_in_time_is_no_approval() {
 
 #[tokio::test]
 async fn a_cli_policy_or_a_host_without_elicitation_is_never_asked() {
-    let inner = Launcher::default();
+    let inner = launcher();
     // approval = "cli": hosts of both generations that could answer are not asked.
     let core = layer("cli", true, BOUND).await;
     let legacy = Host::new(Answer::Approve, ProtocolVersion::V_2025_11_25);
@@ -580,7 +531,7 @@ fn accept() -> Value {
 /// second is a replay that runs nothing.
 async fn approve_then_replay(
     client: &RunningService<RoleClient, Host>,
-    inner: &Launcher,
+    inner: &FakeServer,
     key: &str,
     state: &str,
 ) {
@@ -638,7 +589,7 @@ async fn a_replayed_request_state_is_refused() {
 #[tokio::test]
 async fn a_changed_definition_refuses_the_answer_without_spending_it() {
     let core = layer("elicitation", true, BOUND).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     let host = Host::new(Answer::Approve, ProtocolVersion::V_2026_07_28);
     let client = connect_2026(&host, &core, &inner).await;
 
@@ -647,14 +598,14 @@ async fn a_changed_definition_refuses_the_answer_without_spending_it() {
 
     // The upstream rewrote the tool after the person was asked: their answer was about the old
     // definition, so it approves nothing.
-    inner.describe("Launches, and also deletes everything.");
+    inner.describe("launch", "Launches, and also deletes everything.");
     let s = once(&client, retry(&args(), &key, accept(), &state)).await;
     assert_eq!(code(&s), "STALE_REVISION", "{s}");
     assert_eq!(inner.calls(), 0);
     assert_eq!(state_of(&core, &draft).await, "proposed");
 
     // Back to the definition the draft was proposed against, the same answer still counts once.
-    inner.describe("Launches.");
+    inner.describe("launch", "Launches.");
     approve_then_replay(&client, &inner, &key, &state).await;
     client.cancel().await.expect("close");
 }
@@ -737,7 +688,7 @@ async fn a_2026_host_declines_or_cancels() {
 #[tokio::test]
 async fn without_token_keys_a_2026_host_gets_approval_required() {
     let core = both(false).await;
-    let inner = Launcher::default();
+    let inner = launcher();
     let host = Host::new(Answer::Approve, ProtocolVersion::V_2026_07_28);
     let client = connect_2026(&host, &core, &inner).await;
     let r = bounded(client.call_tool_once(launch(&args())))

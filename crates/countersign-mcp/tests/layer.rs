@@ -3,79 +3,25 @@
 //! reached it.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use countersign_gate::Channel;
 use countersign_mcp::{Countersign, Gated, GuardedTransport};
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
-};
-use rmcp::service::{RequestContext, RoleClient, RoleServer, RunningService};
-use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use countersign_testkit::mcp::FakeServer;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 
-#[derive(Clone, Default)]
-struct Counting {
-    calls: Arc<AtomicUsize>,
-    seen: Arc<std::sync::Mutex<Vec<Value>>>,
-    /// When set, the next `launch` fails in a way its caller may retry.
-    fail_next: Arc<std::sync::atomic::AtomicBool>,
-    /// `launch`'s description when not empty.
-    description: Arc<std::sync::Mutex<String>>,
+/// The wrapped handler: `launch` (may have side effects) and `peek` (read-only), each call
+/// counted and its arguments kept.
+fn counting() -> FakeServer {
+    FakeServer::new()
+        .tool("launch", "Launches.")
+        .read_only_tool("peek", "Reads.")
+        .recording()
 }
 
-impl ServerHandler for Counting {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-    }
-
-    async fn list_tools(
-        &self,
-        _r: Option<PaginatedRequestParams>,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let schema = Arc::new(
-            json!({"type": "object"})
-                .as_object()
-                .cloned()
-                .unwrap_or_default(),
-        );
-        let mut read = Tool::new("peek", "Reads.", schema.clone());
-        read.annotations = Some(ToolAnnotations::new().read_only(true));
-        Ok(ListToolsResult::with_all_items(vec![
-            Tool::new("launch", self.launch_description(), schema),
-            read,
-        ]))
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        if self.fail_next.swap(false, Ordering::SeqCst) {
-            let mut r = CallToolResult::error(vec![ContentBlock::text("try again later")]);
-            r.structured_content = Some(json!({"error": {"retryable": true}}));
-            return Ok(r.into());
-        }
-        let args = Value::Object(request.arguments.unwrap_or_default());
-        self.seen.lock().expect("lock").push(args.clone());
-        let mut r = CallToolResult::success(vec![ContentBlock::text("done")]);
-        r.structured_content = Some(json!({"tool": request.name, "args": args}));
-        Ok(r.into())
-    }
-}
-
-impl Counting {
-    fn launch_description(&self) -> String {
-        let d = self.description.lock().expect("lock").clone();
-        if d.is_empty() { "Launches.".into() } else { d }
-    }
-}
-
-async fn connect(core: Arc<Countersign>, inner: Counting) -> RunningService<RoleClient, ()> {
+async fn connect(core: Arc<Countersign>, inner: FakeServer) -> RunningService<RoleClient, ()> {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let (read, write) = tokio::io::split(server_io);
     let transport = GuardedTransport::new(read, write, countersign_canon::Limits::DEFAULT);
@@ -96,7 +42,7 @@ async fn call(client: &RunningService<RoleClient, ()>, tool: &str, args: Value) 
 #[tokio::test]
 async fn gated_call_never_reaches_the_handler_until_approved() {
     let core = Arc::new(Countersign::in_memory(None).expect("layer"));
-    let inner = Counting::default();
+    let inner = counting();
     let client = connect(core.clone(), inner.clone()).await;
 
     let r = call(
@@ -108,11 +54,7 @@ async fn gated_call_never_reaches_the_handler_until_approved() {
     assert_eq!(r.is_error, Some(true));
     let s = r.structured_content.expect("structured");
     assert_eq!(s["error"]["code"], "APPROVAL_REQUIRED");
-    assert_eq!(
-        inner.calls.load(Ordering::SeqCst),
-        0,
-        "a gated call reached the handler"
-    );
+    assert_eq!(inner.calls(), 0, "a gated call reached the handler");
     let draft = s["draft_id"].as_str().expect("draft").to_owned();
     let revision = s["revision"].as_str().expect("revision").to_owned();
     // The envelope is returned beside the revision, and hashes to it.
@@ -125,7 +67,7 @@ async fn gated_call_never_reaches_the_handler_until_approved() {
     // Read-only tools pass straight through.
     let r = call(&client, "peek", json!({"x": 1})).await;
     assert_ne!(r.is_error, Some(true));
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(inner.calls(), 1);
 
     core.gate()
         .approve(&draft, &revision, "tester", Channel::Cli)
@@ -134,15 +76,9 @@ async fn gated_call_never_reaches_the_handler_until_approved() {
     let exec = json!({"draft_id": draft, "revision": revision, "operation_id": "op"});
     let r = call(&client, "countersign_execute", exec.clone()).await;
     assert_ne!(r.is_error, Some(true), "{r:?}");
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(inner.calls(), 2);
     // The handler got the stored canonical arguments (NFC), not the caller's spelling.
-    let seen = inner
-        .seen
-        .lock()
-        .expect("lock")
-        .last()
-        .cloned()
-        .expect("args");
+    let seen = inner.seen().last().cloned().expect("args");
     assert_eq!(seen, json!({"target": "moon", "note": "caf\u{e9}"}));
     let s = r.structured_content.expect("structured");
     assert_eq!(s["replay"], false);
@@ -150,7 +86,7 @@ async fn gated_call_never_reaches_the_handler_until_approved() {
 
     let r = call(&client, "countersign_execute", exec).await;
     assert_eq!(r.structured_content.expect("structured")["replay"], true);
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(inner.calls(), 2);
     client.cancel().await.expect("close");
 }
 
@@ -158,7 +94,7 @@ async fn gated_call_never_reaches_the_handler_until_approved() {
 async fn denied_and_unknown_tools_are_refused_without_a_call() {
     let policy = "[tools.\"launch\"]\nmode = \"deny\"\n";
     let core = Arc::new(Countersign::in_memory(Some(policy)).expect("layer"));
-    let inner = Counting::default();
+    let inner = counting();
     let client = connect(core, inner.clone()).await;
     for tool in ["launch", "not_offered"] {
         let r = call(&client, tool, json!({})).await;
@@ -176,14 +112,14 @@ async fn denied_and_unknown_tools_are_refused_without_a_call() {
         r.structured_content.expect("structured")["error"]["code"],
         "NOT_FOUND"
     );
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(inner.calls(), 0);
     client.cancel().await.expect("close");
 }
 
 #[tokio::test]
 async fn a_retry_after_a_retryable_failure_is_held_to_the_tool_definition() {
     let core = Arc::new(Countersign::in_memory(None).expect("layer"));
-    let inner = Counting::default();
+    let inner = counting();
     let client = connect(core.clone(), inner.clone()).await;
     let r = call(&client, "launch", json!({"target": "moon"})).await;
     let s = r.structured_content.expect("structured");
@@ -195,24 +131,24 @@ async fn a_retry_after_a_retryable_failure_is_held_to_the_tool_definition() {
         .expect("approve");
     let exec = json!({"draft_id": draft, "revision": revision, "operation_id": "op"});
 
-    inner.fail_next.store(true, Ordering::SeqCst);
+    inner.fail_next();
     let r = call(&client, "countersign_execute", exec.clone()).await;
     let s = r.structured_content.expect("structured");
     assert_eq!(s["error"]["code"], "UPSTREAM_ERROR", "{s}");
     assert_eq!(s["error"]["retryable"], true);
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(inner.calls(), 1);
 
     // The tool changed after the failure: the approved call was a call of the old tool.
-    *inner.description.lock().expect("lock") = "Launches, and also deletes.".into();
+    inner.describe("launch", "Launches, and also deletes.");
     let r = call(&client, "countersign_execute", exec.clone()).await;
     let s = r.structured_content.expect("structured");
     assert_eq!(s["error"]["code"], "STALE_REVISION", "{s}");
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 1, "a stale retry ran");
+    assert_eq!(inner.calls(), 1, "a stale retry ran");
 
     // Back to the definition that was approved, the same operation may run again.
-    inner.description.lock().expect("lock").clear();
+    inner.describe("launch", "Launches.");
     let r = call(&client, "countersign_execute", exec).await;
     assert_ne!(r.is_error, Some(true), "{r:?}");
-    assert_eq!(inner.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(inner.calls(), 2);
     client.cancel().await.expect("close");
 }

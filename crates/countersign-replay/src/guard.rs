@@ -36,7 +36,11 @@ impl ReplayGuard for Ledger {
 mod tests {
     use countersign_token::ReplayGuard;
 
-    use crate::{OpenOptions, StoreUrl, open_ledger};
+    use crate::{Digest, OpenOptions, StoreUrl, open_ledger};
+
+    fn binding() -> Digest {
+        countersign_canon::digest_framed(b"countersign/test/binding", &1u64.to_be_bytes())
+    }
 
     #[tokio::test]
     async fn guard_consumes_once_and_reports_the_ledger_id() {
@@ -46,7 +50,7 @@ mod tests {
         let guard: &dyn ReplayGuard = &ledger;
         assert_eq!(guard.ledger_id(), ledger.id().as_str());
         let nonce = [9u8; 16];
-        let binding = crate::conformance::binding(1);
+        let binding = binding();
         let exp = crate::now_unix_ms() / 1000 + 600;
         assert!(guard.consume_once(&nonce, &binding, exp).await.unwrap());
         assert!(!guard.consume_once(&nonce, &binding, exp).await.unwrap());
@@ -60,7 +64,7 @@ mod tests {
         };
         let ledger = open_ledger(&StoreUrl::Memory, &opts).await.unwrap();
         let exp = crate::now_unix_ms() / 1000 + 600;
-        let binding = crate::conformance::binding(1);
+        let binding = binding();
         let mut errors = 0;
         for i in 0u8..200 {
             match ledger.consume_once(&[i; 16], &binding, exp).await {

@@ -29,9 +29,6 @@ mod sqlite;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_schema;
 
-#[doc(hidden)]
-pub mod conformance;
-
 use std::sync::Arc;
 use std::time::Duration;
 

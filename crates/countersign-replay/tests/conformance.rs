@@ -1,6 +1,7 @@
 //! The conformance suite on every backend, plus "a store that is down never accepts".
 
-use countersign_replay::{Consumption, Ledger, StoreUrl, conformance, open_ledger};
+use countersign_replay::{Consumption, Ledger, StoreUrl, open_ledger};
+use countersign_testkit::replay as conformance;
 
 use countersign_testkit::require_env as env_url;
 

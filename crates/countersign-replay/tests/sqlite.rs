@@ -3,8 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use countersign_replay::{
-    Consumption, Integrity, Ledger, OpenOptions, StoreUrl, conformance, now_unix_ms, open_ledger,
+    Consumption, Integrity, Ledger, OpenOptions, StoreUrl, now_unix_ms, open_ledger,
 };
+use countersign_testkit::replay as conformance;
 
 struct Fixture {
     _tmp: tempfile::TempDir,

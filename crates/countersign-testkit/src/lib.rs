@@ -1,5 +1,17 @@
 //! Plumbing the workspace's tests and benches share, kept out of the libraries so that no
 //! shipped build carries test support. Used only as a dev-dependency.
+//!
+//! Each part that needs a library crate sits behind a feature of that name, so a suite builds
+//! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
+//! suite) and `mcp` (a fake MCP server). `timing` and [`require_env`] need nothing.
+
+#[cfg(feature = "gate")]
+pub mod gate;
+#[cfg(feature = "mcp")]
+pub mod mcp;
+#[cfg(feature = "replay")]
+pub mod replay;
+pub mod timing;
 
 /// The value of the environment variable `var` when it is set and not empty.
 ///

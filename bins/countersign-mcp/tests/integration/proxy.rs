@@ -207,7 +207,7 @@ async fn each_run_logs_the_gates_own_time_to_stderr_at_debug() {
     assert_eq!(runs.len(), 1, "{logged}");
     let line = runs[0];
     let field = |name: &str| -> u64 {
-        countersign_gate::timing::logged_micros(line, name)
+        countersign_testkit::timing::logged_micros(line, name)
             .unwrap_or_else(|| panic!("{name} as a number in {line}"))
     };
     let (gate, claim, outcome) = (field("gate_us"), field("claim_us"), field("outcome_us"));

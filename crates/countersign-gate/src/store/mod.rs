@@ -4,8 +4,8 @@
 //! [`TxKeys`], hands it to the gate's decision function, and writes the [`Commit`] that function
 //! returns — draft, revision, operation, rate event and sealed audit records together, or nothing.
 //! Because each backend serializes these transactions (a mutex, `BEGIN IMMEDIATE`, an advisory
-//! lock), the decision logic exists once and the races of the conformance suite are decided by the
-//! same code on every backend.
+//! lock), the decision logic exists once and the races of the conformance suite (in
+//! `countersign-testkit`) are decided by the same code on every backend.
 
 use async_trait::async_trait;
 use countersign_canon::Principal;
@@ -16,8 +16,6 @@ use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, Re
 
 #[cfg(feature = "sqlite")]
 mod checkpoint;
-#[doc(hidden)]
-pub mod conformance;
 pub mod memory;
 #[cfg(feature = "sqlite")]
 mod phases;

@@ -1,4 +1,4 @@
-//! The conformance suite every backend runs (test support, not a public API).
+//! The conformance suite every replay-ledger backend runs.
 //!
 //! One suite for all four backends keeps their guarantees identical: the SQLite tests cannot
 //! quietly assert less than the Redis ones. Each check takes a freshly opened ledger whose reuse
@@ -7,22 +7,24 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Consumption, Digest, Ledger, now_unix_ms};
+use countersign_replay::{Consumption, Digest, Ledger, OpenOptions, now_unix_ms};
 
 /// Options for a conformance run: zero grace, so "same nonce after expiry" can be observed.
-pub fn options() -> crate::OpenOptions {
-    crate::OpenOptions {
-        reuse_grace: Duration::ZERO,
-        ..Default::default()
-    }
+#[must_use]
+pub fn options() -> OpenOptions {
+    let mut options = OpenOptions::default();
+    options.reuse_grace = Duration::ZERO;
+    options
 }
 
 /// A random 16-byte nonce, as tokens carry.
+#[must_use]
 pub fn nonce() -> [u8; 16] {
     rand::random()
 }
 
 /// A binding digest derived from `n`.
+#[must_use]
 pub fn binding(n: u64) -> Digest {
     countersign_canon::digest_framed(b"countersign/test/binding", &n.to_be_bytes())
 }

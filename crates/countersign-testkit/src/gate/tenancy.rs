@@ -9,11 +9,8 @@ use std::time::Duration;
 use countersign_canon::Principal;
 
 use super::{CountingAction, ManualClock, T0, tool};
-use crate::audit::verify;
-use crate::gate::{Gate, Proposal};
-use crate::model::{Draft, Page};
-use crate::policy::{Channel, Policy};
-use crate::store::GateStore;
+use countersign_gate::audit::{AuditRecord, verify};
+use countersign_gate::{Channel, Draft, Gate, GateStore, Page, Policy, Proposal};
 
 /// The suite's tools under tight ceilings: two open drafts, five proposals a minute, one hour
 /// of retention, drafts that expire after ten minutes.
@@ -67,7 +64,7 @@ fn tenant(name: &str) -> Principal {
     }
 }
 
-async fn propose_as(g: &Gate, who: &Principal, args: &str) -> crate::error::Result<Draft> {
+async fn propose_as(g: &Gate, who: &Principal, args: &str) -> countersign_gate::Result<Draft> {
     g.propose(Proposal {
         action: "publish_post",
         args: args.as_bytes(),
@@ -85,7 +82,7 @@ async fn approved_as(g: &Gate, who: &Principal, args: &str) -> Draft {
     d
 }
 
-fn bodies(records: &[crate::audit::AuditRecord]) -> Vec<String> {
+fn bodies(records: &[AuditRecord]) -> Vec<String> {
     records
         .iter()
         .map(|r| String::from_utf8_lossy(&r.body).into_owned())

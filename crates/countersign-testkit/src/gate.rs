@@ -1,0 +1,230 @@
+//! The conformance suite every [`GateStore`] backend must pass: the same scenarios, the same
+//! races, the same answers. Backends call [`run_all`] from their own tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use countersign_canon::{Digest, Domain, Principal, digest};
+use countersign_gate::store::{Commit, Snapshot, TxKeys};
+use countersign_gate::{
+    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Clock, Draft, Gate, GateStore,
+    Policy, Proposal,
+};
+
+mod flows;
+mod races;
+mod tenancy;
+
+/// The policy the suite runs under.
+pub const POLICY: &str = r#"
+[defaults]
+approval_ttl = "15m"
+
+# Ceilings the races never reach: the quota scenarios set their own.
+[limits]
+open_drafts = 1000000
+proposals = { max = 1000000, per = "1m" }
+
+[tools."publish_post"]
+mode = "approval"
+risk = "external_side_effect"
+fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
+
+[tools."limited"]
+mode = "approval"
+rate = { max = 2, per = "1m" }
+
+[tools."retry_me"]
+mode = "approval"
+idempotent = true
+"#;
+
+/// A clock the test moves by hand.
+#[derive(Debug)]
+pub struct ManualClock(pub AtomicI64);
+
+impl ManualClock {
+    /// A clock at `ms`.
+    pub fn at(ms: i64) -> Arc<Self> {
+        Arc::new(ManualClock(AtomicI64::new(ms)))
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, d: Duration) {
+        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// An action that counts its calls, optionally sleeps, and fails on demand.
+#[derive(Debug, Default)]
+pub struct CountingAction {
+    /// Calls so far.
+    pub calls: AtomicUsize,
+    /// How long each call takes.
+    pub delay: Duration,
+    /// Fail the first this-many calls (retryable when `retryable`).
+    pub fail_first: usize,
+    /// Whether those failures are retryable.
+    pub retryable: bool,
+}
+
+#[async_trait::async_trait]
+impl ActionPort for CountingAction {
+    async fn call(&self, call: ActionCall) -> Result<ActionOutput, ActionError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst);
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        if n < self.fail_first {
+            return Err(if self.retryable {
+                ActionError::retryable("try later")
+            } else {
+                ActionError::terminal("refused upstream")
+            });
+        }
+        Ok(ActionOutput {
+            content: serde_json::json!([{"type": "text", "text": "done"}]),
+            structured: serde_json::json!({ "call": n, "args": call.args.to_json() }),
+        })
+    }
+}
+
+/// A gate over `store` with the suite's policy and `clock`.
+///
+/// # Panics
+/// If the suite's own policy does not parse.
+pub fn gate(store: Arc<dyn GateStore>, clock: Arc<dyn Clock>) -> Gate {
+    let policy = Policy::from_toml(POLICY).expect("suite policy");
+    Gate::new(store, Arc::new(policy)).with_clock(clock)
+}
+
+/// The tool digest the suite proposes against.
+pub fn tool() -> Digest {
+    digest(Domain::Tool, br#"{"name":"publish_post"}"#)
+}
+
+/// Proposes `args` for `action`.
+///
+/// # Panics
+/// If the proposal is refused.
+pub async fn propose(gate: &Gate, action: &str, args: &str) -> Draft {
+    gate.propose(Proposal {
+        action,
+        args: args.as_bytes(),
+        tool: tool(),
+        principal: Principal::default(),
+    })
+    .await
+    .unwrap_or_else(|e| panic!("propose {action}: {e}"))
+}
+
+/// Proposes and approves through the CLI channel.
+///
+/// # Panics
+/// If either step is refused.
+pub async fn approved(gate: &Gate, action: &str, args: &str) -> Draft {
+    let d = propose(gate, action, args).await;
+    let rev = d.revision.to_hex();
+    if let Err(e) = gate
+        .approve(d.id.as_str(), &rev, "alice", Channel::Cli)
+        .await
+    {
+        panic!("approve: {e}");
+    }
+    d
+}
+
+const T0: i64 = 1_764_000_000_000;
+
+/// A state-only move, a row change with the state kept, and both at once, each committed
+/// through `writer` and read back through `reader` (another connection to the same store, as
+/// another process or replica reads it): exactly the draft committed each time. A store that
+/// writes a state-only move with a narrower statement must not lose a field doing it.
+///
+/// # Panics
+/// When a draft read back differs from the one committed.
+pub async fn state_moves_and_row_changes(writer: Arc<dyn GateStore>, reader: &dyn GateStore) {
+    let g = gate(writer.clone(), ManualClock::at(T0));
+    let proposed = propose(&g, "publish_post", r#"{"title":"a","body":"b"}"#).await;
+    let approved = approved(&g, "publish_post", r#"{"title":"c","body":"d"}"#).await;
+    let approved = reader
+        .draft(&approved.id)
+        .await
+        .expect("read")
+        .expect("draft");
+    let commit_and_reread = async |before: &Draft, change: &(dyn Fn(&mut Draft) + Sync)| {
+        let keys = TxKeys {
+            draft: Some(before.id.clone()),
+            ..TxKeys::default()
+        };
+        let mut written = None;
+        let mut step = |snap: Snapshot| {
+            let mut d = snap.draft.expect("the draft is read");
+            change(&mut d);
+            written = Some(d.clone());
+            Commit {
+                draft: Some(d),
+                ..Commit::default()
+            }
+        };
+        writer.transact(&keys, &mut step).await.expect("commit");
+        let read = reader
+            .draft(&before.id)
+            .await
+            .expect("read")
+            .expect("draft");
+        (written.expect("step ran"), read)
+    };
+
+    // Only the state moves (the approval's own state onto the other draft): the narrow write.
+    let (written, read) = commit_and_reread(&proposed, &|d| d.state = approved.state.clone()).await;
+    assert_eq!(read, written);
+    assert_ne!(read.state, proposed.state, "the state was written");
+
+    // The state stays and another field changes: the narrow write would lose it.
+    let before = read;
+    let (written, read) = commit_and_reread(&before, &|d| d.expires_at += 60_000).await;
+    assert_eq!(read, written);
+    assert_eq!(read.expires_at, before.expires_at + 60_000);
+
+    // Both change at once: still the whole row.
+    let before = read;
+    let (written, read) = commit_and_reread(&before, &|d| {
+        d.state = proposed.state.clone();
+        d.hidden = vec!["/body".into()];
+    })
+    .await;
+    assert_eq!(read, written);
+    assert_eq!(read.hidden, ["/body"]);
+    assert_eq!(read.state, proposed.state);
+}
+
+/// Runs every scenario against fresh stores from `make`.
+///
+/// # Panics
+/// On the first scenario that does not hold.
+pub async fn run_all<F, Fut>(make: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn GateStore>>,
+{
+    flows::lifecycle(make().await).await;
+    races::race_distinct_operation_ids(make().await).await;
+    races::race_same_operation_id(make().await).await;
+    races::race_one_operation_id_across_drafts(make().await).await;
+    races::race_rate_ceiling_across_drafts(make().await).await;
+    flows::revise_voids_approval(make().await).await;
+    flows::rate_ceiling(make().await).await;
+    flows::failures(make().await).await;
+    flows::expiry_and_rejection(make().await).await;
+    flows::port_refusal_spends_nothing(make().await).await;
+    tenancy::run_all(&make).await;
+}
