@@ -172,7 +172,10 @@ pub(super) async fn failures(store: Arc<dyn GateStore>) {
             .execute(d.id.as_str(), &rev, "t1", &broken)
             .await
             .expect_err("terminal");
-        assert_eq!((e.code().as_str(), e.retryable()), ("UPSTREAM_ERROR", false));
+        assert_eq!(
+            (e.code().as_str(), e.retryable()),
+            ("UPSTREAM_ERROR", false)
+        );
     }
     assert_eq!(
         broken.calls.load(Ordering::SeqCst),

@@ -138,7 +138,10 @@ pub(super) async fn race_one_operation_id_across_drafts(store: Arc<dyn GateStore
                 ok += 1;
             }
             Err(e) => assert!(
-                matches!(e.code().as_str(), "OPERATION_ID_CONFLICT" | "OPERATION_IN_PROGRESS"),
+                matches!(
+                    e.code().as_str(),
+                    "OPERATION_ID_CONFLICT" | "OPERATION_IN_PROGRESS"
+                ),
                 "{e}"
             ),
         }
