@@ -136,7 +136,11 @@ pub(crate) async fn waiting(review: &Review, person: &Person) -> Result<Vec<Draf
 
 /// Approvals a draft has and needs.
 pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
-    let need = review.gate.policy().lookup(&d.action).map_or(1, |t| t.need());
+    let need = review
+        .gate
+        .policy()
+        .lookup(&d.action)
+        .map_or(1, |t| t.need());
     (d.state.approvals().len(), need)
 }
 
@@ -171,7 +175,10 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> 
 
 /// The (draft, revision) pairs a statement request names: `{revision}` for one draft, or
 /// `{items: [[id, revision], …]}` for a batch.
-fn items(id: Option<&str>, o: &serde_json::Map<String, Value>) -> Result<Vec<(String, String)>, Response<Body>> {
+fn items(
+    id: Option<&str>,
+    o: &serde_json::Map<String, Value>,
+) -> Result<Vec<(String, String)>, Response<Body>> {
     if let Some(id) = id {
         return Ok(vec![(id.to_owned(), text(o, "revision")?.to_owned())]);
     }
@@ -192,7 +199,12 @@ fn items(id: Option<&str>, o: &serde_json::Map<String, Value>) -> Result<Vec<(St
 
 /// `POST /review/draft/ID/statement` and `POST /review/batch/statement`: a fresh approval
 /// statement for the revisions the page shows, and the challenge to sign (its digest).
-pub(crate) async fn statement(review: &Review, person: &Person, id: Option<&str>, body: &[u8]) -> Response<Body> {
+pub(crate) async fn statement(
+    review: &Review,
+    person: &Person,
+    id: Option<&str>,
+    body: &[u8],
+) -> Response<Body> {
     let pairs = match parse(body).and_then(|o| items(id, &o)) {
         Ok(p) => p,
         Err(r) => return r,
@@ -210,7 +222,13 @@ pub(crate) async fn statement(review: &Review, person: &Person, id: Option<&str>
         checked.push((d, r));
     }
     let now = countersign_replay::now_unix_ms() / 1000;
-    match Statement::new(Kind::Approval, &person.name, checked, now, STATEMENT_VALIDITY_SECS) {
+    match Statement::new(
+        Kind::Approval,
+        &person.name,
+        checked,
+        now,
+        STATEMENT_VALIDITY_SECS,
+    ) {
         Ok(s) => guard::json(
             StatusCode::OK,
             &json!({
@@ -225,7 +243,12 @@ pub(crate) async fn statement(review: &Review, person: &Person, id: Option<&str>
 
 /// `POST /review/draft/ID/approve` and `POST /review/batch/approve`: `{statement,
 /// assertion}`, handed to the gate as a signed approval.
-pub(crate) async fn approve(review: &Review, person: &Person, id: Option<&str>, body: &[u8]) -> Response<Body> {
+pub(crate) async fn approve(
+    review: &Review,
+    person: &Person,
+    id: Option<&str>,
+    body: &[u8],
+) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
         Err(r) => return r,
@@ -276,7 +299,12 @@ pub(crate) async fn approve(review: &Review, person: &Person, id: Option<&str>, 
 }
 
 /// `POST /review/draft/ID/reject`: `{reason}`.
-pub(crate) async fn reject(review: &Review, person: &Person, id: &str, body: &[u8]) -> Response<Body> {
+pub(crate) async fn reject(
+    review: &Review,
+    person: &Person,
+    id: &str,
+    body: &[u8],
+) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
         Err(r) => return r,
@@ -327,7 +355,12 @@ fn edited(old: &Value, text: &str) -> Result<Value, String> {
 
 /// `POST /review/draft/ID/edit`: `{expected, values: {POINTER: TEXT}}` with pointers into the
 /// arguments. The edit becomes a new revision proposed by the person; it still needs approving.
-pub(crate) async fn edit(review: &Review, person: &Person, id: &str, body: &[u8]) -> Response<Body> {
+pub(crate) async fn edit(
+    review: &Review,
+    person: &Person,
+    id: &str,
+    body: &[u8],
+) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
         Err(r) => return r,

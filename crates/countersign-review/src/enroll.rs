@@ -29,6 +29,8 @@ use crate::pages::{esc, shell};
 use crate::serve::check_loopback;
 use crate::{CSS, JS};
 
+/// How long the page's last answer is given to reach the browser.
+const ANSWER_GRACE: Duration = Duration::from_millis(300);
 /// The relying party a loopback page uses.
 const RP_ID: &str = "localhost";
 
@@ -104,7 +106,11 @@ impl Enrollment {
                 () = &mut deadline => {
                     return Err(io::Error::new(io::ErrorKind::TimedOut, "no passkey was registered in time"));
                 }
-                Some(passkey) = rx.recv() => return Ok(passkey),
+                Some(passkey) = rx.recv() => {
+                    // Let the page's answer go out before the caller ends the process.
+                    tokio::time::sleep(ANSWER_GRACE).await;
+                    return Ok(passkey);
+                }
                 accepted = self.listener.accept() => {
                     let Ok((stream, _)) = accepted else { continue };
                     let state = self.state.clone();
@@ -192,7 +198,11 @@ fn page(state: &State) -> Response<Body> {
 
 fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
     let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(body) else {
-        return guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "not a JSON object");
+        return guard::error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            "not a JSON object",
+        );
     };
     let field = |name: &str| {
         o.get(name)

@@ -81,7 +81,11 @@ impl Refusal {
 
 /// Checks a request's headers: no bearer credential, a served host and, for anything but a
 /// read, the page's own origin.
-pub(crate) fn admit(method: &Method, headers: &HeaderMap, loopback_only: bool) -> Result<String, Refusal> {
+pub(crate) fn admit(
+    method: &Method,
+    headers: &HeaderMap,
+    loopback_only: bool,
+) -> Result<String, Refusal> {
     for value in headers.get_all(header::AUTHORIZATION) {
         let bearer = value
             .as_bytes()
@@ -143,18 +147,37 @@ pub(crate) fn set_cookie(id: &str, origin: &str, max_age: u64) -> String {
 }
 
 /// An answer with the page's security headers.
-pub(crate) fn respond(status: StatusCode, kind: &'static str, body: impl Into<Bytes>) -> Response<Body> {
+pub(crate) fn respond(
+    status: StatusCode,
+    kind: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
-    h.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+    h.insert(
+        "cross-origin-opener-policy",
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(
+        "cross-origin-resource-policy",
+        HeaderValue::from_static("same-origin"),
+    );
     r
 }
 
@@ -194,7 +217,13 @@ mod tests {
 
     #[test]
     fn loopback_names() {
-        for h in ["localhost:8080", "127.0.0.1:1", "[::1]:9", "localhost", "LOCALHOST:1"] {
+        for h in [
+            "localhost:8080",
+            "127.0.0.1:1",
+            "[::1]:9",
+            "localhost",
+            "LOCALHOST:1",
+        ] {
             assert!(is_loopback_host(h), "{h}");
         }
         for h in ["example.com", "10.0.0.1:80", "localhost.evil:1", "[::2]:1"] {
@@ -205,9 +234,15 @@ mod tests {
     #[test]
     fn posts_need_the_page_origin() {
         let ok = headers(&[("host", "localhost:9"), ("origin", "http://localhost:9")]);
-        assert_eq!(admit(&Method::POST, &ok, true), Ok("http://localhost:9".into()));
+        assert_eq!(
+            admit(&Method::POST, &ok, true),
+            Ok("http://localhost:9".into())
+        );
         let other = headers(&[("host", "localhost:9"), ("origin", "http://evil.test")]);
-        assert_eq!(admit(&Method::POST, &other, true), Err(Refusal::CrossOrigin));
+        assert_eq!(
+            admit(&Method::POST, &other, true),
+            Err(Refusal::CrossOrigin)
+        );
         let none = headers(&[("host", "localhost:9")]);
         assert_eq!(admit(&Method::POST, &none, true), Err(Refusal::CrossOrigin));
         let site = headers(&[
@@ -216,7 +251,10 @@ mod tests {
             ("sec-fetch-site", "same-site"),
         ]);
         assert_eq!(admit(&Method::POST, &site, true), Err(Refusal::CrossOrigin));
-        assert_eq!(admit(&Method::GET, &none, true), Ok("http://localhost:9".into()));
+        assert_eq!(
+            admit(&Method::GET, &none, true),
+            Ok("http://localhost:9".into())
+        );
     }
 
     #[test]

@@ -180,13 +180,23 @@ fn diff(old: &Manifest, new: &Manifest) -> String {
     for (p, v) in &a {
         if b.get(p) != Some(v) {
             any = true;
-            let _ = write!(out, "<li class=\"del\"><code>- {}  {}</code></li>", esc(p), esc(v));
+            let _ = write!(
+                out,
+                "<li class=\"del\"><code>- {}  {}</code></li>",
+                esc(p),
+                esc(v)
+            );
         }
     }
     for (p, v) in &b {
         if a.get(p) != Some(v) {
             any = true;
-            let _ = write!(out, "<li class=\"add\"><code>+ {}  {}</code></li>", esc(p), esc(v));
+            let _ = write!(
+                out,
+                "<li class=\"add\"><code>+ {}  {}</code></li>",
+                esc(p),
+                esc(v)
+            );
         }
     }
     if !any {

@@ -52,7 +52,10 @@ fn drop_oldest<K: Clone + std::hash::Hash + Eq, V>(
     at: impl Fn(&V) -> Instant,
 ) {
     while map.len() >= max {
-        let oldest = map.iter().min_by_key(|(_, v)| at(v)).map(|(k, _)| k.clone());
+        let oldest = map
+            .iter()
+            .min_by_key(|(_, v)| at(v))
+            .map(|(k, _)| k.clone());
         match oldest {
             Some(k) => {
                 map.remove(&k);
