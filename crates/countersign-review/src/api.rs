@@ -23,23 +23,26 @@ fn bad(message: &str) -> Response<Body> {
     guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
 }
 
-fn parse(body: &[u8]) -> Result<serde_json::Map<String, Value>, Response<Body>> {
+/// Why a request's body was not understood (answered as `INVALID_ARGUMENT`).
+type Invalid = String;
+
+fn parse(body: &[u8]) -> Result<serde_json::Map<String, Value>, Invalid> {
     match serde_json::from_slice(body) {
         Ok(Value::Object(o)) => Ok(o),
-        _ => Err(bad("the request body is not a JSON object")),
+        _ => Err("the request body is not a JSON object".into()),
     }
 }
 
-fn text<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Result<&'a str, Response<Body>> {
+fn text<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Result<&'a str, Invalid> {
     o.get(name)
         .and_then(Value::as_str)
-        .ok_or_else(|| bad(&format!("`{name}` is missing or not a string")))
+        .ok_or_else(|| format!("`{name}` is missing or not a string"))
 }
 
-fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<u8>, Response<Body>> {
+fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<u8>, Invalid> {
     URL_SAFE_NO_PAD
         .decode(text(o, name)?)
-        .map_err(|_| bad(&format!("`{name}` is not base64url")))
+        .map_err(|_| format!("`{name}` is not base64url"))
 }
 
 /// The passkey credential ids of everyone in the approvers file (`who` = one person only).
@@ -75,11 +78,11 @@ pub(crate) fn login_challenge(review: &Review) -> Response<Body> {
 pub(crate) fn login(review: &Review, call: &Call) -> Response<Body> {
     let o = match parse(&call.body) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let (challenge, assertion) = match (b64(&o, "challenge"), text(&o, "assertion")) {
         (Ok(c), Ok(a)) => (c, a),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(m), _) | (_, Err(m)) => return bad(&m),
     };
     if !review.sessions.spend_challenge(&challenge) {
         return guard::error(
@@ -178,21 +181,21 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> 
 fn items(
     id: Option<&str>,
     o: &serde_json::Map<String, Value>,
-) -> Result<Vec<(String, String)>, Response<Body>> {
+) -> Result<Vec<(String, String)>, Invalid> {
     if let Some(id) = id {
         return Ok(vec![(id.to_owned(), text(o, "revision")?.to_owned())]);
     }
     let list = o
         .get("items")
         .and_then(Value::as_array)
-        .ok_or_else(|| bad("`items` is missing"))?;
+        .ok_or("`items` is missing")?;
     if list.is_empty() || list.len() > MAX_BATCH {
-        return Err(bad("a batch holds 1 to 50 drafts"));
+        return Err("a batch holds 1 to 50 drafts".into());
     }
     list.iter()
         .map(|pair| match pair.as_array().map(Vec::as_slice) {
             Some([Value::String(d), Value::String(r)]) => Ok((d.clone(), r.clone())),
-            _ => Err(bad("each item is [draft_id, revision]")),
+            _ => Err("each item is [draft_id, revision]".into()),
         })
         .collect()
 }
@@ -207,7 +210,7 @@ pub(crate) async fn statement(
 ) -> Response<Body> {
     let pairs = match parse(body).and_then(|o| items(id, &o)) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let mut checked = Vec::with_capacity(pairs.len());
     for (d, r) in &pairs {
@@ -251,11 +254,11 @@ pub(crate) async fn approve(
 ) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let (bytes, assertion) = match (b64(&o, "statement"), text(&o, "assertion")) {
         (Ok(s), Ok(a)) => (s, a),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(m), _) | (_, Err(m)) => return bad(&m),
     };
     let parsed = match Statement::parse(&bytes) {
         Ok(s) => s,
@@ -307,7 +310,7 @@ pub(crate) async fn reject(
 ) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let reason = o
         .get("reason")
@@ -363,11 +366,11 @@ pub(crate) async fn edit(
 ) -> Response<Body> {
     let o = match parse(body) {
         Ok(o) => o,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let expected = match text(&o, "expected") {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(m) => return bad(&m),
     };
     let Some(values) = o.get("values").and_then(Value::as_object) else {
         return bad("`values` is missing");
