@@ -19,14 +19,17 @@ const STATEMENT_VALIDITY_SECS: i64 = 300;
 /// At most this many drafts in one batch statement.
 const MAX_BATCH: usize = 50;
 
-fn bad(message: &str) -> Response<Body> {
+pub(crate) fn bad(message: &str) -> Response<Body> {
     guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
 }
 
 /// Why a request's body was not understood (answered as `INVALID_ARGUMENT`).
-type Invalid = String;
+pub(crate) type Invalid = String;
 
-fn parse(body: &[u8]) -> Result<serde_json::Map<String, Value>, Invalid> {
+/// A request body: one JSON object.
+pub(crate) type Form = serde_json::Map<String, Value>;
+
+pub(crate) fn parse(body: &[u8]) -> Result<serde_json::Map<String, Value>, Invalid> {
     match serde_json::from_slice(body) {
         Ok(Value::Object(o)) => Ok(o),
         _ => Err("the request body is not a JSON object".into()),
@@ -206,9 +209,9 @@ pub(crate) async fn statement(
     review: &Review,
     person: &Person,
     id: Option<&str>,
-    body: &[u8],
+    o: &Form,
 ) -> Response<Body> {
-    let pairs = match parse(body).and_then(|o| items(id, &o)) {
+    let pairs = match items(id, o) {
         Ok(p) => p,
         Err(m) => return bad(&m),
     };
@@ -250,13 +253,9 @@ pub(crate) async fn approve(
     review: &Review,
     person: &Person,
     id: Option<&str>,
-    body: &[u8],
+    o: &Form,
 ) -> Response<Body> {
-    let o = match parse(body) {
-        Ok(o) => o,
-        Err(m) => return bad(&m),
-    };
-    let (bytes, assertion) = match (b64(&o, "statement"), text(&o, "assertion")) {
+    let (bytes, assertion) = match (b64(o, "statement"), text(o, "assertion")) {
         (Ok(s), Ok(a)) => (s, a),
         (Err(m), _) | (_, Err(m)) => return bad(&m),
     };
@@ -302,16 +301,7 @@ pub(crate) async fn approve(
 }
 
 /// `POST /review/draft/ID/reject`: `{reason}`.
-pub(crate) async fn reject(
-    review: &Review,
-    person: &Person,
-    id: &str,
-    body: &[u8],
-) -> Response<Body> {
-    let o = match parse(body) {
-        Ok(o) => o,
-        Err(m) => return bad(&m),
-    };
+pub(crate) async fn reject(review: &Review, person: &Person, id: &str, o: &Form) -> Response<Body> {
     let reason = o
         .get("reason")
         .and_then(Value::as_str)
@@ -358,17 +348,8 @@ fn edited(old: &Value, text: &str) -> Result<Value, String> {
 
 /// `POST /review/draft/ID/edit`: `{expected, values: {POINTER: TEXT}}` with pointers into the
 /// arguments. The edit becomes a new revision proposed by the person; it still needs approving.
-pub(crate) async fn edit(
-    review: &Review,
-    person: &Person,
-    id: &str,
-    body: &[u8],
-) -> Response<Body> {
-    let o = match parse(body) {
-        Ok(o) => o,
-        Err(m) => return bad(&m),
-    };
-    let expected = match text(&o, "expected") {
+pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -> Response<Body> {
+    let expected = match text(o, "expected") {
         Ok(e) => e,
         Err(m) => return bad(&m),
     };

@@ -157,10 +157,15 @@ impl Review {
                 guard::error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "sign in first")
             };
         };
-        match (segments.as_slice(), get, post) {
+        let form = match (post, api::parse(&call.body)) {
+            (true, Ok(o)) => Some(o),
+            (true, Err(m)) if segments.as_slice() != ["logout"] => return api::bad(&m),
+            _ => None,
+        };
+        match (segments.as_slice(), get, form.as_ref()) {
             ([], true, _) => pages::list(self, &person).await,
             (["pending.json"], true, _) => api::pending(self, &person).await,
-            (["logout"], _, true) => {
+            (["logout"], _, _) if post => {
                 if let Some(c) = &call.cookie {
                     self.sessions.close(c);
                 }
@@ -168,18 +173,16 @@ impl Review {
             }
             (["draft", id], true, _) => pages::draft(self, &person, id).await,
             (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
-            (["draft", id, "statement"], _, true) => {
-                api::statement(self, &person, Some(id), &call.body).await
+            (["draft", id, "statement"], _, Some(o)) => {
+                api::statement(self, &person, Some(id), o).await
             }
-            (["batch", "statement"], _, true) => {
-                api::statement(self, &person, None, &call.body).await
+            (["batch", "statement"], _, Some(o)) => api::statement(self, &person, None, o).await,
+            (["draft", id, "approve"], _, Some(o)) => {
+                api::approve(self, &person, Some(id), o).await
             }
-            (["draft", id, "approve"], _, true) => {
-                api::approve(self, &person, Some(id), &call.body).await
-            }
-            (["batch", "approve"], _, true) => api::approve(self, &person, None, &call.body).await,
-            (["draft", id, "reject"], _, true) => api::reject(self, &person, id, &call.body).await,
-            (["draft", id, "edit"], _, true) => api::edit(self, &person, id, &call.body).await,
+            (["batch", "approve"], _, Some(o)) => api::approve(self, &person, None, o).await,
+            (["draft", id, "reject"], _, Some(o)) => api::reject(self, &person, id, o).await,
+            (["draft", id, "edit"], _, Some(o)) => api::edit(self, &person, id, o).await,
             _ => not_found(),
         }
     }

@@ -292,9 +292,13 @@ fn edit_form(d: &Draft, m: &Manifest) -> String {
         };
         let _ = write!(
             fields,
-            "<label><code>{}</code>{}{}</label>",
+            "<label><span><code>{}</code>{}</span>{}</label>",
             esc(e.shown_pointer),
-            if e.hidden { " (hidden)" } else { "" },
+            if e.hidden {
+                " <span class=\"mark\">(hidden)</span>"
+            } else {
+                ""
+            },
             input
         );
     });

@@ -9,7 +9,6 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
@@ -22,15 +21,15 @@ use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::Approvers;
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Policy, Proposal, SqliteStore};
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Policy, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 use futures_util::StreamExt;
 
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// The tool every test gates.
-pub(crate) const POLICY: &str =
-    "[tools.\"publish_post\"]\nmode = \"approval\"\nrisk = \"external_side_effect\"\n";
+pub(crate) const POLICY: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\n\
+    risk = \"external_side_effect\"\nfields = { \"/notes\" = \"hidden\" }\n";
 
 /// False (after saying so) when there is no browser to drive.
 pub(crate) fn have_chromium() -> bool {
@@ -39,6 +38,23 @@ pub(crate) fn have_chromium() -> bool {
         println!("skipped: chromium not installed");
     }
     here
+}
+
+/// Runs `test` signed in as `alice`: a browser with a virtual authenticator, a passkey made on
+/// the enroll page and listed in the approvers file, and `review --web` serving the store.
+/// Says it is skipped, and passes, where there is no Chromium.
+pub(crate) fn signed_in(test: impl AsyncFnOnce(&Env, &Chrome)) {
+    if !have_chromium() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let env = Env::new();
+    rt().block_on(async {
+        let chrome = Chrome::launch().await;
+        let _review = chrome.enroll_and_sign_in(&env, "alice").await;
+        test(&env, &chrome).await;
+        chrome.close().await;
+    });
 }
 
 /// Browser tests share two cores with everything else: one at a time.
@@ -61,7 +77,7 @@ impl Drop for Running {
 pub(crate) struct Env {
     dir: tempfile::TempDir,
     pub(crate) port: u16,
-    runs: Arc<AtomicUsize>,
+    ran: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
 }
 
 fn free_port() -> u16 {
@@ -75,7 +91,7 @@ impl Env {
         let env = Env {
             dir,
             port: free_port(),
-            runs: Arc::new(AtomicUsize::new(0)),
+            ran: Arc::default(),
         };
         std::fs::create_dir_all(env.home()).expect("home");
         std::fs::write(env.home().join("countersign.toml"), POLICY).expect("policy");
@@ -150,18 +166,24 @@ impl Env {
         Running(child)
     }
 
-    /// The executing side: the same store, anchor, approvers file and replay ledger.
+    /// The executing side: the same store, anchor, approvers file and replay ledger as the
+    /// review process.
     pub(crate) fn gate(&self) -> Gate {
-        let store = Arc::new(SqliteStore::open(&self.db()).expect("open"));
         let url = StoreUrl::Sqlite(self.db());
+        let mut ledger_options = OpenOptions::default();
+        ledger_options.anchor_dir = Some(self.home());
+        let (store, ledger) = off_thread(|| {
+            rt().block_on(async {
+                let store = countersign_gate::open_store(&url).await.expect("store");
+                let ledger = countersign_replay::open_ledger(&url, &ledger_options).await;
+                (store, ledger.expect("ledger"))
+            })
+        });
+        let policy = Arc::new(Policy::from_toml(POLICY).expect("policy"));
         let anchor = countersign_gate::anchor_path_in(&self.home(), &url).expect("anchor path");
-        let mut opts = OpenOptions::default();
-        opts.anchor_dir = Some(self.home());
-        let ledger = off_thread(|| rt().block_on(countersign_replay::open_ledger(&url, &opts)))
-            .expect("ledger");
-        let mut gate = Gate::new(store, Arc::new(Policy::from_toml(POLICY).expect("policy")))
-            .with_anchor(Anchor::new(anchor))
-            .with_ledger(ledger);
+        let mut gate = Gate::new(store, policy)
+            .with_ledger(ledger)
+            .with_anchor(Anchor::new(anchor));
         if self.approvers().exists() {
             let approvers = Approvers::load(&self.approvers()).expect("approvers");
             gate = gate.with_approvers(Arc::new(approvers));
@@ -169,17 +191,20 @@ impl Env {
         gate
     }
 
+    /// The agent proposes `args`: a draft of `publish_post` by the subject `agent`.
     pub(crate) fn propose(&self, args: &str) -> Draft {
         let gate = self.gate();
-        off_thread(|| {
-            rt().block_on(gate.propose(Proposal {
-                action: "publish_post",
-                args: args.as_bytes(),
-                tool: digest(Domain::Tool, b"{}"),
-                principal: Principal::default(),
-            }))
-        })
-        .expect("propose")
+        let principal = Principal {
+            subject: Some("agent".into()),
+            ..Principal::default()
+        };
+        let proposal = Proposal {
+            action: "publish_post",
+            args: args.as_bytes(),
+            tool: digest(Domain::Tool, b"{}"),
+            principal,
+        };
+        off_thread(|| rt().block_on(gate.propose(proposal))).expect("propose")
     }
 
     pub(crate) fn draft(&self, d: &Draft) -> Draft {
@@ -187,24 +212,33 @@ impl Env {
         off_thread(|| rt().block_on(gate.draft(d.id.as_str()))).expect("draft")
     }
 
-    /// Runs the draft's revision `revision` through the gate; records the bytes it was given.
+    /// Runs revision `revision` of the draft through the gate, keeping the envelope bytes the
+    /// action was handed.
     pub(crate) fn execute(&self, d: &Draft, revision: &str, op: &str) -> Result<Execution, Error> {
-        let runs = self.runs.clone();
-        let port = FnAction(move |_call| -> ActionFuture {
-            runs.fetch_add(1, Ordering::SeqCst);
-            Box::pin(async {
+        let ran = self.ran.clone();
+        let action = FnAction(move |call: countersign_gate::ActionCall| -> ActionFuture {
+            if let Ok(mut list) = ran.lock() {
+                list.push(call.envelope.clone());
+            }
+            let content = serde_json::json!([{ "type": "text", "text": call.action }]);
+            Box::pin(async move {
                 Ok(ActionOutput {
-                    content: serde_json::json!([{"type": "text", "text": "done"}]),
+                    content,
                     structured: serde_json::Value::Null,
                 })
             })
         });
         let gate = self.gate();
-        off_thread(|| rt().block_on(gate.execute(d.id.as_str(), revision, op, &port)))
+        off_thread(|| rt().block_on(gate.execute(d.id.as_str(), revision, op, &action)))
+    }
+
+    /// The envelope bytes of every run so far.
+    pub(crate) fn ran(&self) -> Vec<Vec<u8>> {
+        self.ran.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
     pub(crate) fn runs(&self) -> usize {
-        self.runs.load(Ordering::SeqCst)
+        self.ran().len()
     }
 
     /// One raw HTTP/1.1 request to the review server; returns the status code.
@@ -295,6 +329,12 @@ impl Chrome {
     pub(crate) async fn goto(&self, url: &str) {
         self.page.goto(url).await.expect("goto");
         self.page.wait_for_navigation().await.expect("navigation");
+    }
+
+    /// Opens the draft's page.
+    pub(crate) async fn open(&self, env: &Env, d: &Draft) {
+        self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
+            .await;
     }
 
     pub(crate) async fn click(&self, selector: &str) {
