@@ -22,7 +22,7 @@ fn a_signed_approval_executes_once_and_an_unsigned_one_is_refused() {
         env.execute(&d, "op-1").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
     );
-    let out = env.approve_signed(&env.key("alice"), &[&d]);
+    let out = env.approve_signed(env.key("alice"), &[&d]);
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
     env.execute(&d, "op-1").expect("runs");
     assert_eq!(env.runs(), 1);
@@ -36,7 +36,7 @@ fn a_statement_approves_only_the_revision_and_drafts_it_names_and_only_once() {
     let env = Env::new(TOOL, &[("alice", None)]);
     let a = env.propose(r#"{"title":"one"}"#, None);
     let c = env.propose(r#"{"title":"three"}"#, None);
-    let (statement, sig) = env.sign_statement(&env.key("alice"), "alice", &[&a], 0);
+    let (statement, sig) = env.sign_statement(env.key("alice"), "alice", &[&a], 0);
     // The draft moves on to revision B before the statement for A arrives.
     let b = env.revise(&a, r#"{"title":"two"}"#);
     let stale = env.approve_with(&statement, &sig).unwrap_err();
@@ -47,7 +47,7 @@ fn a_statement_approves_only_the_revision_and_drafts_it_names_and_only_once() {
         "APPROVAL_REQUIRED"
     );
     // A fresh statement for B approves B, once.
-    let (s2, sig2) = env.sign_statement(&env.key("alice"), "alice", &[&b], 0);
+    let (s2, sig2) = env.sign_statement(env.key("alice"), "alice", &[&b], 0);
     env.approve_with(&s2, &sig2).expect("approves B");
     assert_eq!(
         env.approve_with(&s2, &sig2).unwrap_err().code().as_str(),
@@ -68,7 +68,7 @@ fn a_statement_approves_only_the_revision_and_drafts_it_names_and_only_once() {
 fn expired_statements_unknown_keys_other_people_and_tenants_are_refused() {
     let env = Env::new(TOOL, &[("alice", None), ("bob", Some("other"))]);
     let d = env.propose(r#"{"title":"x"}"#, Some("acme"));
-    let (old, sig) = env.sign_statement(&env.key("alice"), "alice", &[&d], -3600);
+    let (old, sig) = env.sign_statement(env.key("alice"), "alice", &[&d], -3600);
     assert_eq!(
         env.approve_with(&old, &sig).unwrap_err().code().as_str(),
         "SIGNATURE_INVALID"
@@ -79,19 +79,19 @@ fn expired_statements_unknown_keys_other_people_and_tenants_are_refused() {
         env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
-    let (s, sig) = env.sign_statement(&env.key("bob"), "alice", &[&d], 0);
+    let (s, sig) = env.sign_statement(env.key("bob"), "alice", &[&d], 0);
     assert_eq!(
         env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
-    let (s, sig) = env.sign_statement(&env.key("bob"), "bob", &[&d], 0);
+    let (s, sig) = env.sign_statement(env.key("bob"), "bob", &[&d], 0);
     assert_eq!(
         env.approve_with(&s, &sig).unwrap_err().code().as_str(),
         "APPROVER_NOT_ALLOWED"
     );
     // A signature over other bytes than the statement's does not verify.
-    let (s, _) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
-    let (_, other_sig) = env.sign_statement(&env.key("alice"), "alice", &[&d], 0);
+    let (s, _) = env.sign_statement(env.key("alice"), "alice", &[&d], 0);
+    let (_, other_sig) = env.sign_statement(env.key("alice"), "alice", &[&d], 0);
     assert_eq!(
         env.approve_with(&s, &other_sig)
             .unwrap_err()
@@ -109,7 +109,7 @@ fn expired_statements_unknown_keys_other_people_and_tenants_are_refused() {
 fn a_person_may_not_approve_their_own_proposal() {
     let env = Env::new(TOOL, &[("alice", None)]);
     let d = env.propose_as(r#"{"title":"mine"}"#, None, Some("alice"));
-    let out = env.approve_signed(&env.key("alice"), &[&d]);
+    let out = env.approve_signed(env.key("alice"), &[&d]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -130,19 +130,19 @@ fn a_quorum_of_two_needs_two_distinct_people() {
     let env = Env::new(&policy, &[("alice", None), ("bob", None)]);
     let d = env.propose(r#"{"title":"q"}"#, None);
     assert!(
-        env.approve_signed(&env.key("alice"), &[&d])
+        env.approve_signed(env.key("alice"), &[&d])
             .status
             .success()
     );
     let e = env.execute(&d, "op").unwrap_err();
     assert_eq!(e.approvals(), Some((1, 2)), "{e}");
     assert!(
-        env.approve_signed(&env.key("alice"), &[&d])
+        env.approve_signed(env.key("alice"), &[&d])
             .status
             .success()
     );
     assert_eq!(env.execute(&d, "op").unwrap_err().approvals(), Some((1, 2)));
-    assert!(env.approve_signed(&env.key("bob"), &[&d]).status.success());
+    assert!(env.approve_signed(env.key("bob"), &[&d]).status.success());
     env.execute(&d, "op").expect("runs");
     assert_eq!(env.runs(), 1);
 }
@@ -154,7 +154,7 @@ fn one_statement_approves_a_batch_each_draft_shown_first() {
         .map(|i| env.propose(&format!(r#"{{"title":"batch {i}"}}"#), None))
         .collect();
     let refs: Vec<_> = drafts.iter().collect();
-    let out = env.approve_signed(&env.key("alice"), &refs);
+    let out = env.approve_signed(env.key("alice"), &refs);
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(j["approvals"].as_array().map(Vec::len), Some(3));
@@ -163,7 +163,7 @@ fn one_statement_approves_a_batch_each_draft_shown_first() {
     }
     assert_eq!(env.runs(), 3);
     // On a terminal every manifest is shown before the question.
-    let shown = env.approve_on_terminal(&env.key("alice"), &refs);
+    let shown = env.approve_on_terminal(env.key("alice"), &refs);
     for i in 0..3 {
         assert!(shown.contains(&format!("batch {i}")), "{shown}");
     }
@@ -187,7 +187,7 @@ fn an_approvers_file_others_may_write_is_refused() {
         "{}",
         signed::stderr(&out)
     );
-    let out = env.approve_signed(&env.key("alice"), &[&d]);
+    let out = env.approve_signed(env.key("alice"), &[&d]);
     assert_eq!(out.status.code(), Some(3));
 }
 
@@ -197,7 +197,7 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
     for (finding, second_run) in [("--not-run", true), ("--ran", false)] {
         let d = env.propose(&format!(r#"{{"title":"lost {finding}"}}"#), None);
         assert!(
-            env.approve_signed(&env.key("alice"), &[&d])
+            env.approve_signed(env.key("alice"), &[&d])
                 .status
                 .success()
         );
@@ -235,12 +235,12 @@ fn a_receipt_verifies_offline_and_no_single_byte_of_it_can_change() {
     let d = env.propose(r#"{"title":"receipt","body":"évidence"}"#, None);
     let other = env.propose(r#"{"title":"in between"}"#, None);
     assert!(
-        env.approve_signed(&env.key("alice"), &[&d])
+        env.approve_signed(env.key("alice"), &[&d])
             .status
             .success()
     );
     assert!(
-        env.approve_signed(&env.key("bob"), &[&d, &other])
+        env.approve_signed(env.key("bob"), &[&d, &other])
             .status
             .success()
     );

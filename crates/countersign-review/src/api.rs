@@ -396,3 +396,38 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
         Err(e) => refusal(&e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_edited_leaf_keeps_its_type() {
+        assert_eq!(edited(&json!("a"), "b c"), Ok(json!("b c")));
+        assert_eq!(edited(&json!(true), "false"), Ok(json!(false)));
+        assert!(edited(&json!(true), "yes").is_err());
+        assert_eq!(edited(&json!(1), " 42 "), Ok(json!(42)));
+        assert_eq!(edited(&json!(1), "2.5"), Ok(json!(2.5)));
+        for bad in ["NaN", "inf", "1e400", "x"] {
+            assert!(edited(&json!(1), bad).is_err(), "{bad}");
+        }
+        assert!(edited(&json!(null), "1").is_err());
+        assert!(edited(&json!([]), "1").is_err());
+    }
+
+    #[test]
+    fn batch_items_are_pairs_of_strings() {
+        let form = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let one = form(json!({ "revision": "r" }));
+        assert_eq!(items(Some("d"), &one), Ok(vec![("d".into(), "r".into())]));
+        let two = form(json!({ "items": [["a", "1"], ["b", "2"]] }));
+        assert_eq!(items(None, &two).map(|v| v.len()), Ok(2));
+        for bad in [
+            json!({}),
+            json!({ "items": [] }),
+            json!({ "items": [["a"]] }),
+        ] {
+            assert!(items(None, &form(bad)).is_err());
+        }
+    }
+}

@@ -385,3 +385,25 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Resp
         &main,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_for_html() {
+        assert_eq!(
+            esc(r#"<script>"&'</script>"#),
+            "&lt;script&gt;&quot;&amp;&#39;&lt;/script&gt;"
+        );
+        assert_eq!(shown("a\u{202e}b<"), "a\\u{202e}b&lt;");
+    }
+
+    #[test]
+    fn ages_read_like_the_command_line() {
+        assert_eq!(age_text(5), "5s");
+        assert_eq!(age_text(125), "2m");
+        assert_eq!(age_text(7200), "2h");
+        assert_eq!(age_text(200_000), "2d");
+    }
+}

@@ -109,7 +109,7 @@ async fn signing_gate(ctx: &Ctx) -> Result<Gate, Failure> {
 
 pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
     let key = ssh_key_path(args.sign.as_deref().unwrap_or_default())?;
-    if args.pairs.len() % 2 != 0 {
+    if !args.pairs.len().is_multiple_of(2) {
         return Err(Failure::invalid(
             "INVALID_ARGUMENT",
             "approve takes DRAFT REVISION pairs",
