@@ -129,18 +129,10 @@ fn a_quorum_of_two_needs_two_distinct_people() {
     let policy = format!("{TOOL}quorum = 2\n");
     let env = Env::new(&policy, &[("alice", None), ("bob", None)]);
     let d = env.propose(r#"{"title":"q"}"#, None);
-    assert!(
-        env.approve_signed(env.key("alice"), &[&d])
-            .status
-            .success()
-    );
+    assert!(env.approve_signed(env.key("alice"), &[&d]).status.success());
     let e = env.execute(&d, "op").unwrap_err();
     assert_eq!(e.approvals(), Some((1, 2)), "{e}");
-    assert!(
-        env.approve_signed(env.key("alice"), &[&d])
-            .status
-            .success()
-    );
+    assert!(env.approve_signed(env.key("alice"), &[&d]).status.success());
     assert_eq!(env.execute(&d, "op").unwrap_err().approvals(), Some((1, 2)));
     assert!(env.approve_signed(env.key("bob"), &[&d]).status.success());
     env.execute(&d, "op").expect("runs");
@@ -196,11 +188,7 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
     let env = Env::new(TOOL, &[("alice", None)]);
     for (finding, second_run) in [("--not-run", true), ("--ran", false)] {
         let d = env.propose(&format!(r#"{{"title":"lost {finding}"}}"#), None);
-        assert!(
-            env.approve_signed(env.key("alice"), &[&d])
-                .status
-                .success()
-        );
+        assert!(env.approve_signed(env.key("alice"), &[&d]).status.success());
         let op = format!("op-lost{finding}");
         env.lose_run(&d, &op);
         assert_eq!(
@@ -234,11 +222,7 @@ fn a_receipt_verifies_offline_and_no_single_byte_of_it_can_change() {
     let env = Env::new(&policy, &[("alice", None), ("bob", None)]);
     let d = env.propose(r#"{"title":"receipt","body":"évidence"}"#, None);
     let other = env.propose(r#"{"title":"in between"}"#, None);
-    assert!(
-        env.approve_signed(env.key("alice"), &[&d])
-            .status
-            .success()
-    );
+    assert!(env.approve_signed(env.key("alice"), &[&d]).status.success());
     assert!(
         env.approve_signed(env.key("bob"), &[&d, &other])
             .status
