@@ -29,6 +29,7 @@ mod pages;
 mod serve;
 mod session;
 
+use std::future::Future;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -185,6 +186,23 @@ impl Review {
             (["draft", id, "edit"], _, Some(o)) => api::edit(self, &person, id, o).await,
             _ => not_found(),
         }
+    }
+}
+
+/// The page as a hyper service, for a listener of one's own (see [`serve_loopback`]).
+impl<B> hyper::service::Service<Request<B>> for Review
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future =
+        std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        let review = self.clone();
+        Box::pin(async move { Ok(review.handle(req).await) })
     }
 }
 

@@ -1,7 +1,6 @@
 //! The page on its own loopback listener (`countersign review --web`), one HTTP/1 connection
 //! per task. Only loopback addresses are bound, and only loopback `Host` names are answered.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -10,7 +9,6 @@ use std::time::Duration;
 
 use countersign_gate::Gate;
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
@@ -103,14 +101,10 @@ impl LoopbackServer {
             };
             let review = review.clone();
             tokio::spawn(async move {
-                let service = service_fn(move |req| {
-                    let review = review.clone();
-                    async move { Ok::<_, Infallible>(review.handle(req).await) }
-                });
                 let served = http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(HEADER_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), service)
+                    .serve_connection(TokioIo::new(stream), review)
                     .await;
                 if let Err(e) = served {
                     tracing::debug!(error = %e, "connection ended");
