@@ -169,6 +169,11 @@ impl Countersign {
         &self.gate
     }
 
+    /// The gate, shared (the review page serves it beside `/mcp`).
+    pub fn shared_gate(&self) -> Arc<Gate> {
+        self.gate.clone()
+    }
+
     /// The digests of the tool definitions seen last.
     pub(crate) fn tool_digests(&self) -> &ToolDigests {
         &self.tool_digests

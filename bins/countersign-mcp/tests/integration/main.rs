@@ -14,6 +14,7 @@ mod manifest;
 mod matrix;
 mod proxy;
 mod replicas;
+mod review;
 mod revisions;
 mod signed;
 mod third_party;

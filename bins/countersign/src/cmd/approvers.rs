@@ -14,6 +14,15 @@ pub(crate) enum ApproversCommand {
     Check,
     /// List approvers with their tenants and key fingerprints.
     List,
+    /// Make a passkey for NAME on a one-time loopback page and print the approvers-file line.
+    Enroll {
+        /// The approver's name.
+        name: String,
+        /// The loopback address of the page; the passkey works on this origin only, so use the
+        /// address `review --web` will serve (default: any free port).
+        #[arg(long, value_name = "ADDR", default_value = super::web::DEFAULT_ADDR)]
+        listen: String,
+    },
     /// Print approvers-file TOML made from a git-style allowed_signers file.
     Import {
         /// The allowed_signers file.
@@ -75,6 +84,7 @@ pub(crate) fn run(ctx: &Ctx, command: ApproversCommand) -> Result<Report, Failur
                 exit: 0,
             })
         }
+        ApproversCommand::Enroll { name, listen } => super::web::enroll(&name, &listen),
         ApproversCommand::Import { file } => {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 Failure::environment("IO_ERROR", format!("cannot read {}: {e}", file.display()))

@@ -17,7 +17,12 @@ use crate::output::{Ctx, Failure, Report};
 
 /// Arguments of `countersign review`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct ReviewArgs {}
+pub(crate) struct ReviewArgs {
+    /// Serve the review page on a loopback address instead of listing (default 127.0.0.1:0,
+    /// any free port); the URL is printed on stderr.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = super::web::DEFAULT_ADDR)]
+    web: Option<String>,
+}
 
 /// Arguments of `countersign show`.
 #[derive(Debug, clap::Args)]
@@ -137,7 +142,10 @@ pub(crate) fn os_user() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-pub(crate) fn review(ctx: &Ctx, _args: ReviewArgs) -> Result<Report, Failure> {
+pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
+    if let Some(addr) = &args.web {
+        return super::web::serve(ctx, addr);
+    }
     block_on(async {
         let gate = open_gate(ctx, empty_policy()?).await?;
         let drafts = gate.pending().await.map_err(|e| failure(&e))?;

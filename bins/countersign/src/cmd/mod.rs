@@ -9,3 +9,4 @@ pub(crate) mod ledger;
 pub(crate) mod receipt;
 pub(crate) mod signed;
 pub(crate) mod token;
+pub(crate) mod web;

@@ -1,5 +1,10 @@
 //! MCP over streamable HTTP: rmcp's streamable HTTP service under axum at `/mcp`, beside
-//! `GET /healthz`.
+//! `GET /healthz` and the review page at `/review` (`countersign_review`).
+//!
+//! The review page is mounted outside the front layers below: an MCP client's bearer token must
+//! give no access to it, and it refuses any request carrying one. It checks its own origin and
+//! signs people in with their passkeys; without an auth file (loopback only) it also answers
+//! loopback `Host` names only.
 //!
 //! rmcp's service parses POST bodies itself, with serde_json, which keeps the last of two equal
 //! member names. So front layers see every request to `/mcp` before rmcp does, in this order:
@@ -38,10 +43,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{any, get};
 use countersign_canon::Limits;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -65,6 +70,12 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// The health probe's path.
 pub const HEALTH_PATH: &str = "/healthz";
+
+/// The path of the review page.
+pub const REVIEW_PATH: &str = countersign_review::PREFIX;
+
+/// Everything under the review page.
+const REVIEW_PAGES: &str = "/review/{*rest}";
 
 /// The names a loopback server answers to.
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -215,10 +226,20 @@ impl HttpServer {
             CheckLayer::new(BearerAuth::new(options.clients.clone())),
         );
         let front = Stack::new(front, CheckLayer::new(HostCheck::new(&hosts)));
+        let mut review = countersign_review::Review::new(core.shared_gate());
+        if options.clients.is_none() {
+            review = review.loopback_only();
+        }
+        let page = move |request: Request| {
+            let review = review.clone();
+            async move { review.handle(request).await }
+        };
         let router = Router::new()
             .route_service(MCP_PATH, mcp)
             .layer(front)
             .route(HEALTH_PATH, get(health))
+            .route(REVIEW_PATH, any(page.clone()))
+            .route(REVIEW_PAGES, any(page))
             .with_state(core);
         let listener = TcpListener::bind(options.addr)
             .await

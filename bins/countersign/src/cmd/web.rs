@@ -1,0 +1,75 @@
+//! `countersign review --web` and `countersign approvers enroll`: the review page and the
+//! passkey enrollment page, each on a loopback address of this machine.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_review::enroll::{Enrollment, approvers_line};
+use countersign_review::serve_loopback;
+
+use super::gate::{load_policy, open_gate};
+use super::ledger::{block_on, open as open_ledger, store_url};
+use crate::output::{Ctx, Failure, Report};
+
+/// How long the enrollment page waits for a passkey.
+const ENROLL_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// The address `--web` binds when none is given: loopback, any free port.
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:0";
+
+fn address(text: &str) -> Result<SocketAddr, Failure> {
+    let addr: SocketAddr = text.parse().map_err(|_| {
+        Failure::invalid(
+            "INVALID_ARGUMENT",
+            format!("`{text}` is not an address such as 127.0.0.1:8080"),
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(Failure::invalid(
+            "INVALID_ARGUMENT",
+            format!("{addr} is not a loopback address; the page serves this machine only"),
+        ));
+    }
+    Ok(addr)
+}
+
+fn io_failure(e: &std::io::Error) -> Failure {
+    Failure::environment("IO_ERROR", e.to_string())
+}
+
+/// `countersign review --web [ADDR]`: serves the page until interrupted.
+pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
+    let addr = address(addr)?;
+    block_on(async {
+        let gate = open_gate(ctx, load_policy(ctx)?).await?;
+        let ledger = open_ledger(&store_url(ctx)?).await?;
+        let gate = Arc::new(gate.with_ledger(ledger));
+        let server = serve_loopback(addr, gate)
+            .await
+            .map_err(|e| io_failure(&e))?;
+        eprintln!("review page: {}", server.url());
+        let stop = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        server.run(stop).await.map_err(|e| io_failure(&e))?;
+        Ok(Report::text("", serde_json::json!({ "stopped": true })))
+    })?
+}
+
+/// `countersign approvers enroll NAME [--listen ADDR]`: one passkey, one printed line.
+pub(crate) fn enroll(name: &str, listen: &str) -> Result<Report, Failure> {
+    let addr = address(listen)?;
+    block_on(async {
+        let page = Enrollment::bind(addr, name)
+            .await
+            .map_err(|e| Failure::invalid("INVALID_ARGUMENT", e.to_string()))?;
+        eprintln!("open {} to make a passkey for {name}", page.url());
+        let passkey = page.run(ENROLL_WAIT).await.map_err(|e| io_failure(&e))?;
+        let line = approvers_line(&passkey);
+        Ok(Report::text(
+            line.clone(),
+            serde_json::json!({ "name": name, "line": line, "origin": passkey.origin }),
+        ))
+    })?
+}

@@ -1,0 +1,221 @@
+//! The review page end to end: a passkey enrolled on the enroll page, signed in, and drafts
+//! approved, rejected, edited and batch-approved in a real browser; the agent's side runs the
+//! approved bytes through the gate library. Browser tests skip when Chromium is missing.
+
+mod review_web;
+
+use review_web::{Env, signed_in};
+
+const POST: &str = r#"{"title":"Quarterly results","body":"Revenue grew.","visibility":"public"}"#;
+
+#[test]
+fn a_passkey_approval_in_the_browser_runs_the_approved_bytes_once() {
+    signed_in(async |env, chrome| {
+        // A draft proposed while the list is open shows up without a reload.
+        // A zero-width space the person could not see, and a field kept from public output.
+        let d = env.propose(
+            r#"{"title":"Quarterly results","body":"Revenue grew\u200b.","visibility":"public","notes":"embargoed until Monday"}"#,
+        );
+        chrome
+            .until(
+                &format!("!!document.querySelector('tr[data-draft=\"{}\"]')", d.id),
+                "the new draft on the open list page",
+            )
+            .await;
+        chrome.screenshot("list").await;
+        chrome.open(env, &d).await;
+        let shown = chrome.js("document.body.innerText").await;
+        let shown = shown.as_str().unwrap_or("");
+        assert!(shown.contains("Quarterly results"), "{shown}");
+        assert!(
+            shown.contains(&d.revision.to_hex()),
+            "the full revision is shown"
+        );
+        let draft_png = chrome.screenshot("draft").await;
+        chrome.click("#approve").await;
+        let status = chrome.status().await;
+        assert!(status.starts_with("approved"), "{status}");
+        assert_eq!(env.draft(&d).state.name(), "approved");
+        let first = env
+            .execute(&d, &d.revision.to_hex(), "op-1")
+            .expect("execute");
+        let again = env
+            .execute(&d, &d.revision.to_hex(), "op-1")
+            .expect("replay");
+        assert_eq!(env.runs(), 1, "the approved bytes ran once");
+        assert_eq!(first.revision, d.revision);
+        assert!(again.replay);
+        let _ = draft_png;
+    });
+}
+
+#[test]
+fn a_rejection_in_the_browser_refuses_the_run() {
+    signed_in(async |env, chrome| {
+        let d = env.propose(POST);
+        chrome.open(env, &d).await;
+        chrome
+            .js("document.getElementById('reason').value = 'wrong audience'")
+            .await;
+        chrome.click("#reject").await;
+        assert_eq!(chrome.status().await, "rejected");
+        assert_eq!(env.draft(&d).state.name(), "rejected");
+        let e = env
+            .execute(&d, &d.revision.to_hex(), "op-1")
+            .expect_err("a rejected draft never runs");
+        assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
+        assert_eq!(env.runs(), 0);
+    });
+}
+
+#[test]
+fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
+    signed_in(async |env, chrome| {
+        let d = env.propose(POST);
+        let old = d.revision.to_hex();
+        chrome.open(env, &d).await;
+        chrome
+            .js("document.querySelector('[data-pointer=\"/title\"]').value = 'Quarterly results (draft)'")
+            .await;
+        chrome.click("#save").await;
+        chrome
+            .until(
+                &format!(
+                    "document.readyState === 'complete' && document.body.dataset.revision !== '{old}'"
+                ),
+                "the draft page of the new revision",
+            )
+            .await;
+        let new = chrome.js("document.body.dataset.revision").await;
+        let new = new.as_str().unwrap_or("").to_owned();
+        let diff = chrome
+            .js("document.querySelector('ul.diff').innerText")
+            .await;
+        assert!(
+            diff.as_str()
+                .unwrap_or("")
+                .contains("Quarterly results (draft)"),
+            "{diff}"
+        );
+        // The page that still shows the old revision signs it: refused.
+        let stale = chrome
+            .js(&format!(
+                "approve('{base}/statement', '{base}/approve', {{ revision: '{old}' }})\
+                 .then(() => 'accepted', e => e.code)",
+                base = format!("/review/draft/{}", d.id)
+            ))
+            .await;
+        assert_eq!(stale, "STALE_REVISION");
+        chrome.click("#approve").await;
+        let status = chrome.status().await;
+        assert!(status.starts_with("approved"), "{status}");
+        let e = env
+            .execute(&d, &old, "op-old")
+            .expect_err("the old revision never runs");
+        assert_eq!(e.code().as_str(), "STALE_REVISION");
+        let ran = env
+            .execute(&d, &new, "op-new")
+            .expect("the new revision runs");
+        assert_eq!(ran.revision.to_hex(), new);
+        assert_eq!(
+            env.ran(),
+            vec![env.draft(&d).canonical],
+            "the edited bytes ran, once"
+        );
+    });
+}
+
+#[test]
+fn a_replayed_or_misdirected_assertion_is_refused() {
+    signed_in(async |env, chrome| {
+        let a = env.propose(POST);
+        let b = env.propose(r#"{"title":"Other","body":"Other.","visibility":"private"}"#);
+        let script = format!(
+            "(async () => {{
+               const A = '/review/draft/{a}', B = '/review/draft/{b}';
+               const s = await post(A + '/statement', {{ revision: '{ra}' }});
+               const sig = await assertion(b64u.dec(s.digest), s.allow);
+               const once = await post(A + '/approve', {{ statement: s.statement, assertion: sig }})
+                 .then(() => 'ok', e => e.code);
+               const twice = await post(A + '/approve', {{ statement: s.statement, assertion: sig }})
+                 .then(() => 'ok', e => e.code);
+               const sb = await post(B + '/statement', {{ revision: '{rb}' }});
+               const crossed = await post(B + '/approve', {{ statement: sb.statement, assertion: sig }})
+                 .then(() => 'ok', e => e.code);
+               return [once, twice, crossed];
+             }})()",
+            a = a.id,
+            b = b.id,
+            ra = a.revision.to_hex(),
+            rb = b.revision.to_hex(),
+        );
+        let codes = chrome.js(&script).await;
+        assert_eq!(codes[0], "ok", "{codes}");
+        assert_eq!(codes[1], "TOKEN_REPLAYED", "{codes}");
+        assert!(
+            codes[2] == "SIGNATURE_INVALID" || codes[2] == "STALE_REVISION",
+            "{codes}"
+        );
+        assert_eq!(env.draft(&b).state.name(), "proposed");
+    });
+}
+
+#[test]
+fn a_batch_is_approved_with_one_ceremony() {
+    signed_in(async |env, chrome| {
+        let a = env.propose(POST);
+        let b = env.propose(r#"{"title":"Second","body":"Two.","visibility":"private"}"#);
+        chrome.goto(&format!("{}/review", env.origin())).await;
+        chrome
+            .js("document.querySelectorAll('.pick').forEach(c => { c.checked = true; })")
+            .await;
+        chrome.click("#batch").await;
+        chrome
+            .until(
+                "location.pathname === '/review/batch' && document.readyState === 'complete'",
+                "the batch page",
+            )
+            .await;
+        let sections = chrome
+            .js("document.querySelectorAll('section.draft table.manifest').length")
+            .await;
+        assert_eq!(sections, 2, "each selected draft is shown in full");
+        chrome.click("#approve-all").await;
+        assert_eq!(chrome.status().await, "approved 2 drafts");
+        env.execute(&a, &a.revision.to_hex(), "op-a")
+            .expect("a runs");
+        env.execute(&b, &b.revision.to_hex(), "op-b")
+            .expect("b runs");
+        assert_eq!(env.runs(), 2);
+    });
+}
+
+#[test]
+fn cross_origin_posts_and_bearer_tokens_are_refused() {
+    let env = Env::new();
+    env.write_approvers("alice", "");
+    let _review = env.start_review();
+    let port = env.port;
+    let cross = format!(
+        "POST /review/login/challenge HTTP/1.1\r\nHost: localhost:{port}\r\n\
+         Origin: http://evil.test\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    assert_eq!(env.raw(&cross), 403);
+    let no_origin = format!(
+        "POST /review/login/challenge HTTP/1.1\r\nHost: localhost:{port}\r\n\
+         Content-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    assert_eq!(env.raw(&no_origin), 403);
+    let same = format!(
+        "POST /review/login/challenge HTTP/1.1\r\nHost: localhost:{port}\r\n\
+         Origin: http://localhost:{port}\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    assert_eq!(env.raw(&same), 200);
+    let bearer = format!(
+        "GET /review/login HTTP/1.1\r\nHost: localhost:{port}\r\n\
+         Authorization: Bearer mcp-client-token\r\nConnection: close\r\n\r\n"
+    );
+    assert_eq!(env.raw(&bearer), 403);
+    let rebound = "GET /review/login HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n";
+    assert_eq!(env.raw(rebound), 403);
+}

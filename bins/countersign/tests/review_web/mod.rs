@@ -1,0 +1,457 @@
+//! A real `countersign review --web` process, a real SQLite store whose drafts are proposed and
+//! run through the gate library, and a headless Chromium with a virtual passkey authenticator
+//! driven over the DevTools protocol.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::web_authn::{
+    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
+    VirtualAuthenticatorOptions,
+};
+use chromiumoxide::page::{Page, ScreenshotParams};
+use countersign_canon::{Domain, Principal, digest};
+use countersign_gate::action::{ActionFuture, ActionOutput};
+use countersign_gate::approval::Approvers;
+use countersign_gate::audit::Anchor;
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Policy, Proposal};
+use countersign_replay::{OpenOptions, StoreUrl};
+use futures_util::StreamExt;
+
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The tool every test gates.
+pub(crate) const POLICY: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\n\
+    risk = \"external_side_effect\"\nfields = { \"/notes\" = \"hidden\" }\n";
+
+/// False (after saying so) when there is no browser to drive.
+pub(crate) fn have_chromium() -> bool {
+    let here = Path::new(CHROMIUM).exists();
+    if !here {
+        println!("skipped: chromium not installed");
+    }
+    here
+}
+
+/// Runs `test` signed in as `alice`: a browser with a virtual authenticator, a passkey made on
+/// the enroll page and listed in the approvers file, and `review --web` serving the store.
+/// Says it is skipped, and passes, where there is no Chromium.
+pub(crate) fn signed_in(test: impl AsyncFnOnce(&Env, &Chrome)) {
+    if !have_chromium() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let env = Env::new();
+    rt().block_on(async {
+        let chrome = Chrome::launch().await;
+        let _review = chrome.enroll_and_sign_in(&env, "alice").await;
+        test(&env, &chrome).await;
+        chrome.close().await;
+    });
+}
+
+/// Browser tests share two cores with everything else: one at a time.
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A child process killed when dropped.
+pub(crate) struct Running(pub(crate) Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) struct Env {
+    dir: tempfile::TempDir,
+    pub(crate) port: u16,
+    ran: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+impl Env {
+    pub(crate) fn new() -> Env {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let env = Env {
+            dir,
+            port: free_port(),
+            ran: Arc::default(),
+        };
+        std::fs::create_dir_all(env.home()).expect("home");
+        std::fs::write(env.home().join("countersign.toml"), POLICY).expect("policy");
+        env
+    }
+
+    pub(crate) fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub(crate) fn approvers(&self) -> PathBuf {
+        self.dir.path().join("approvers.toml")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("gate.db")
+    }
+
+    pub(crate) fn origin(&self) -> String {
+        format!("http://localhost:{}", self.port)
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_countersign"));
+        c.arg("--store")
+            .arg(format!("sqlite:{}", self.db().display()))
+            .env("COUNTERSIGN_APPROVERS", self.approvers())
+            .env("COUNTERSIGN_HOME", self.home())
+            .env_remove("COUNTERSIGN_STORE")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Starts `approvers enroll NAME` on this test's port; returns it and the page's URL.
+    pub(crate) fn start_enroll(&self, name: &str) -> (Running, String) {
+        let mut child = self
+            .command()
+            .args(["approvers", "enroll", name, "--listen"])
+            .arg(format!("127.0.0.1:{}", self.port))
+            .spawn()
+            .expect("enroll");
+        let line = first_line(&mut child);
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no URL in {line:?}"))
+            .to_owned();
+        (Running(child), url)
+    }
+
+    /// Writes the approvers file with `name` and the passkey line `enroll` printed.
+    pub(crate) fn write_approvers(&self, name: &str, line: &str) {
+        let text = format!("[[approver]]\nname = \"{name}\"\n{line}\n");
+        std::fs::write(self.approvers(), text).expect("approvers");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.approvers(), std::fs::Permissions::from_mode(0o644))
+            .expect("chmod");
+    }
+
+    /// Starts `review --web` on this test's port and waits until it listens.
+    pub(crate) fn start_review(&self) -> Running {
+        let mut child = self
+            .command()
+            .args(["review", "--web"])
+            .arg(format!("127.0.0.1:{}", self.port))
+            .spawn()
+            .expect("review --web");
+        let line = first_line(&mut child);
+        assert!(line.contains("/review"), "review --web said {line:?}");
+        Running(child)
+    }
+
+    /// The executing side: the same store, anchor, approvers file and replay ledger as the
+    /// review process.
+    pub(crate) fn gate(&self) -> Gate {
+        let url = StoreUrl::Sqlite(self.db());
+        let mut ledger_options = OpenOptions::default();
+        ledger_options.anchor_dir = Some(self.home());
+        let (store, ledger) = off_thread(|| {
+            rt().block_on(async {
+                let store = countersign_gate::open_store(&url).await.expect("store");
+                let ledger = countersign_replay::open_ledger(&url, &ledger_options).await;
+                (store, ledger.expect("ledger"))
+            })
+        });
+        let policy = Arc::new(Policy::from_toml(POLICY).expect("policy"));
+        let anchor = countersign_gate::anchor_path_in(&self.home(), &url).expect("anchor path");
+        let mut gate = Gate::new(store, policy)
+            .with_ledger(ledger)
+            .with_anchor(Anchor::new(anchor));
+        if self.approvers().exists() {
+            let approvers = Approvers::load(&self.approvers()).expect("approvers");
+            gate = gate.with_approvers(Arc::new(approvers));
+        }
+        gate
+    }
+
+    /// The agent proposes `args`: a draft of `publish_post` by the subject `agent`.
+    pub(crate) fn propose(&self, args: &str) -> Draft {
+        let gate = self.gate();
+        let principal = Principal {
+            subject: Some("agent".into()),
+            ..Principal::default()
+        };
+        let proposal = Proposal {
+            action: "publish_post",
+            args: args.as_bytes(),
+            tool: digest(Domain::Tool, b"{}"),
+            principal,
+        };
+        off_thread(|| rt().block_on(gate.propose(proposal))).expect("propose")
+    }
+
+    pub(crate) fn draft(&self, d: &Draft) -> Draft {
+        let gate = self.gate();
+        off_thread(|| rt().block_on(gate.draft(d.id.as_str()))).expect("draft")
+    }
+
+    /// Runs revision `revision` of the draft through the gate, keeping the envelope bytes the
+    /// action was handed.
+    pub(crate) fn execute(&self, d: &Draft, revision: &str, op: &str) -> Result<Execution, Error> {
+        let ran = self.ran.clone();
+        let action = FnAction(move |call: countersign_gate::ActionCall| -> ActionFuture {
+            if let Ok(mut list) = ran.lock() {
+                list.push(call.envelope.clone());
+            }
+            let content = serde_json::json!([{ "type": "text", "text": call.action }]);
+            Box::pin(async move {
+                Ok(ActionOutput {
+                    content,
+                    structured: serde_json::Value::Null,
+                })
+            })
+        });
+        let gate = self.gate();
+        off_thread(|| rt().block_on(gate.execute(d.id.as_str(), revision, op, &action)))
+    }
+
+    /// The envelope bytes of every run so far.
+    pub(crate) fn ran(&self) -> Vec<Vec<u8>> {
+        self.ran.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    pub(crate) fn runs(&self) -> usize {
+        self.ran().len()
+    }
+
+    /// One raw HTTP/1.1 request to the review server; returns the status code.
+    pub(crate) fn raw(&self, request: &str) -> u16 {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        s.write_all(request.as_bytes()).expect("write");
+        let mut head = String::new();
+        let _ = s.read_to_string(&mut head);
+        head.split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+fn first_line(child: &mut Child) -> String {
+    let stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    BufReader::new(stderr).read_line(&mut line).expect("read");
+    line
+}
+
+/// Runs `f` on a thread of its own: the gate calls block on a runtime of their own while the
+/// browser's runtime is running on the test's thread.
+fn off_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join().expect("the gate call panicked"))
+}
+
+pub(crate) fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A headless Chromium with one page that holds a virtual passkey authenticator.
+pub(crate) struct Chrome {
+    pub(crate) browser: Browser,
+    pub(crate) page: Page,
+    _profile: tempfile::TempDir,
+}
+
+impl Chrome {
+    pub(crate) async fn launch() -> Chrome {
+        let profile = tempfile::tempdir().expect("profile");
+        let config = BrowserConfig::builder()
+            .chrome_executable(CHROMIUM)
+            .no_sandbox()
+            .new_headless_mode()
+            .user_data_dir(profile.path())
+            .window_size(1280, 1000)
+            .arg("--disable-gpu")
+            .arg("--disable-dev-shm-usage")
+            .launch_timeout(Duration::from_secs(30))
+            .build()
+            .expect("browser config");
+        let (browser, mut handler) = Browser::launch(config).await.expect("launch chromium");
+        tokio::spawn(async move { while handler.next().await.is_some() {} });
+        let page = browser.new_page("about:blank").await.expect("page");
+        page.execute(EnableParams::default())
+            .await
+            .expect("WebAuthn.enable");
+        let options = VirtualAuthenticatorOptions::builder()
+            .protocol(AuthenticatorProtocol::Ctap2)
+            .transport(AuthenticatorTransport::Internal)
+            .has_resident_key(true)
+            .has_user_verification(true)
+            .is_user_verified(true)
+            .build()
+            .expect("authenticator options");
+        page.execute(AddVirtualAuthenticatorParams::new(options))
+            .await
+            .expect("WebAuthn.addVirtualAuthenticator");
+        Chrome {
+            browser,
+            page,
+            _profile: profile,
+        }
+    }
+
+    pub(crate) async fn close(mut self) {
+        let _ = self.browser.close().await;
+        let _ = self.browser.wait().await;
+    }
+
+    pub(crate) async fn goto(&self, url: &str) {
+        self.page.goto(url).await.expect("goto");
+        self.page.wait_for_navigation().await.expect("navigation");
+    }
+
+    /// Opens the draft's page.
+    pub(crate) async fn open(&self, env: &Env, d: &Draft) {
+        self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
+            .await;
+    }
+
+    pub(crate) async fn click(&self, selector: &str) {
+        self.page
+            .find_element(selector)
+            .await
+            .unwrap_or_else(|e| panic!("no {selector}: {e}"))
+            .click()
+            .await
+            .expect("click");
+    }
+
+    /// Evaluates `expr` (promises awaited) and returns its JSON value.
+    pub(crate) async fn js(&self, expr: &str) -> serde_json::Value {
+        self.page
+            .evaluate(expr)
+            .await
+            .unwrap_or_else(|e| panic!("evaluate {expr}: {e}"))
+            .into_value()
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Waits until `expr` is true.
+    pub(crate) async fn until(&self, expr: &str, what: &str) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            // During a navigation the page has no context to evaluate in: not yet.
+            let now = match self.page.evaluate(expr).await {
+                Ok(v) => v.into_value().unwrap_or(serde_json::Value::Null),
+                Err(_) => serde_json::Value::Null,
+            };
+            if now == serde_json::Value::Bool(true) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    /// The status line once it says something final.
+    pub(crate) async fn status(&self) -> String {
+        self.until(
+            "(() => { const t = document.getElementById('status').textContent; \
+             return t !== '' && !t.startsWith('waiting'); })()",
+            "the status line",
+        )
+        .await;
+        self.js("document.getElementById('status').textContent")
+            .await
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    pub(crate) async fn path(&self) -> String {
+        self.js("location.pathname")
+            .await
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    }
+
+    /// Saves a full-page screenshot under `target/review-screenshots/` and checks it is a PNG.
+    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/review-screenshots");
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        let path = dir.join(format!("{name}.png"));
+        let png = self
+            .page
+            .screenshot(ScreenshotParams::builder().full_page(true).build())
+            .await
+            .expect("screenshot");
+        assert!(png.len() > 1000, "a screenshot of {} bytes", png.len());
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+        std::fs::write(&path, &png).expect("write screenshot");
+        path
+    }
+
+    /// Enrolls a passkey on `env`'s enroll page, writes the approvers file, starts the review
+    /// page and signs in; returns the review process.
+    pub(crate) async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
+        let (mut enroll, url) = env.start_enroll(name);
+        self.goto(&url).await;
+        self.click("#enroll").await;
+        let status = self.status().await;
+        assert!(
+            status.starts_with("passkey made"),
+            "enroll page said {status:?}"
+        );
+        let mut out = String::new();
+        enroll
+            .0
+            .stdout
+            .take()
+            .expect("stdout")
+            .read_to_string(&mut out)
+            .expect("enroll output");
+        let code = enroll.0.wait().expect("enroll exit");
+        assert!(code.success(), "enroll exited {code:?}");
+        let line = out.trim();
+        assert!(
+            line.starts_with("passkeys = [{ id = \""),
+            "enroll printed {line:?}"
+        );
+        assert!(
+            line.contains(&format!("origin = \"{}\"", env.origin())),
+            "{line}"
+        );
+        env.write_approvers(name, line);
+        let review = env.start_review();
+        self.goto(&format!("{}/review/login", env.origin())).await;
+        self.click("#signin").await;
+        self.until(
+            "location.pathname === '/review'",
+            "the list page after sign-in",
+        )
+        .await;
+        review
+    }
+}

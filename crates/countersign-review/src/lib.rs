@@ -1,0 +1,235 @@
+//! The review page (CONTRACT.md section 10): the drafts waiting for a person, each shown in
+//! full, approved with a passkey over exactly the revision on screen.
+//!
+//! Everything lives under `/review`, served by [`Review::handle`] over an `Arc<Gate>`: by
+//! `countersign review --web` on a loopback address ([`serve_loopback`]) and by
+//! `countersign-mcp --http` beside `/mcp`. The page is server-rendered HTML with one CSS and
+//! one JS file embedded in the binary; its Content-Security-Policy allows nothing inline and
+//! nothing from elsewhere.
+//!
+//! * **Sign-in.** A person signs in with a passkey listed for them in the approvers file: the
+//!   server hands out a random challenge (single use, two minutes), the browser signs it, and
+//!   a verified assertion opens a session cookie (`HttpOnly; SameSite=Strict; Path=/review`,
+//!   twelve hours, kept in memory only).
+//! * **Approval.** The session alone approves nothing. The page asks for a fresh approval
+//!   statement naming the draft and the revision it shows, the passkey signs the statement's
+//!   digest, and the gate checks that signature like any other signed approval — so an old page
+//!   approving a revised draft gets `STALE_REVISION`, and a statement used twice
+//!   `TOKEN_REPLAYED`.
+//! * **Same origin only.** See [`guard`]: a POST from another origin and any request carrying a
+//!   bearer token are refused with 403.
+//! * **Live list.** The list page polls `GET /review/pending.json` every three seconds rather
+//!   than holding a server push stream open: one short request, no connection held per open
+//!   tab, and nothing extra to shut down.
+
+mod api;
+pub mod enroll;
+pub mod guard;
+mod pages;
+mod serve;
+mod session;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use countersign_gate::Gate;
+use http_body_util::{BodyExt, Limited};
+use hyper::{Method, Request, Response, StatusCode};
+
+pub use crate::guard::Body;
+pub use crate::serve::{LoopbackServer, serve_loopback};
+use crate::session::{Person, Sessions};
+
+/// The path the page lives under.
+pub const PREFIX: &str = "/review";
+/// The largest request body the page reads.
+const MAX_BODY: usize = 256 * 1024;
+
+pub(crate) const CSS: &str = include_str!("static/review.css");
+pub(crate) const JS: &str = include_str!("static/review.js");
+
+/// The review page over one gate. Cheap to clone: clones share sessions.
+#[derive(Clone)]
+pub struct Review {
+    gate: Arc<Gate>,
+    sessions: Arc<Sessions>,
+    loopback_only: bool,
+}
+
+impl std::fmt::Debug for Review {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Review")
+            .field("loopback_only", &self.loopback_only)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request as the handlers see it: its origin checked, its body read.
+pub(crate) struct Call {
+    pub(crate) method: Method,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) origin: String,
+    pub(crate) cookie: Option<String>,
+    pub(crate) body: Bytes,
+}
+
+impl Review {
+    /// The page over `gate`, answering any host (behind a TLS front, say).
+    pub fn new(gate: Arc<Gate>) -> Self {
+        Review {
+            gate,
+            sessions: Arc::new(Sessions::default()),
+            loopback_only: false,
+        }
+    }
+
+    /// Answers only requests whose `Host` is a loopback name (a local page cannot then be
+    /// reached through DNS rebinding).
+    pub fn loopback_only(mut self) -> Self {
+        self.loopback_only = true;
+        self
+    }
+
+    /// The gate behind the page.
+    pub fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Answers one request under `/review`. Never fails: refusals are answers.
+    pub async fn handle<B>(&self, req: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = req.into_parts();
+        let origin = match guard::admit(&parts.method, &parts.headers, self.loopback_only) {
+            Ok(o) => o,
+            Err(r) => return guard::error(StatusCode::FORBIDDEN, "FORBIDDEN", r.message()),
+        };
+        let body = match Limited::new(body, MAX_BODY).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(_) => {
+                return guard::error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "INVALID_ARGUMENT",
+                    "the request body is too large or broken",
+                );
+            }
+        };
+        let call = Call {
+            method: parts.method,
+            path: parts.uri.path().to_owned(),
+            query: parts.uri.query().unwrap_or("").to_owned(),
+            origin,
+            cookie: guard::session_cookie(&parts.headers),
+            body,
+        };
+        self.route(call).await
+    }
+
+    async fn route(&self, call: Call) -> Response<Body> {
+        let Some(rest) = call.path.strip_prefix(PREFIX) else {
+            return not_found();
+        };
+        let rest = rest.to_owned();
+        let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+        let get = call.method == Method::GET || call.method == Method::HEAD;
+        let post = call.method == Method::POST;
+        // Reachable without a session: the sign-in and the static files.
+        match (segments.as_slice(), get, post) {
+            (["static", "review.css"], true, _) => {
+                return guard::respond(StatusCode::OK, "text/css; charset=utf-8", CSS);
+            }
+            (["static", "review.js"], true, _) => {
+                return guard::respond(StatusCode::OK, "text/javascript; charset=utf-8", JS);
+            }
+            (["login"], true, _) => return pages::login(),
+            (["login", "challenge"], _, true) => return api::login_challenge(self),
+            (["login"], _, true) => return api::login(self, &call),
+            _ => {}
+        }
+        let person = call.cookie.as_deref().and_then(|c| self.sessions.person(c));
+        let Some(person) = person else {
+            return if get {
+                guard::redirect("/review/login")
+            } else {
+                guard::error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "sign in first")
+            };
+        };
+        let form = match (post, api::parse(&call.body)) {
+            (true, Ok(o)) => Some(o),
+            (true, Err(m)) if segments.as_slice() != ["logout"] => return api::bad(&m),
+            _ => None,
+        };
+        match (segments.as_slice(), get, form.as_ref()) {
+            ([], true, _) => pages::list(self, &person).await,
+            (["pending.json"], true, _) => api::pending(self, &person).await,
+            (["logout"], _, _) if post => {
+                if let Some(c) = &call.cookie {
+                    self.sessions.close(c);
+                }
+                guard::redirect("/review/login")
+            }
+            (["draft", id], true, _) => pages::draft(self, &person, id).await,
+            (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
+            (["draft", id, "statement"], _, Some(o)) => {
+                api::statement(self, &person, Some(id), o).await
+            }
+            (["batch", "statement"], _, Some(o)) => api::statement(self, &person, None, o).await,
+            (["draft", id, "approve"], _, Some(o)) => {
+                api::approve(self, &person, Some(id), o).await
+            }
+            (["batch", "approve"], _, Some(o)) => api::approve(self, &person, None, o).await,
+            (["draft", id, "reject"], _, Some(o)) => api::reject(self, &person, id, o).await,
+            (["draft", id, "edit"], _, Some(o)) => api::edit(self, &person, id, o).await,
+            _ => not_found(),
+        }
+    }
+}
+
+/// The page as a hyper service, for a listener of one's own (see [`serve_loopback`]).
+impl<B> hyper::service::Service<Request<B>> for Review
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future =
+        std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        let review = self.clone();
+        Box::pin(async move { Ok(review.handle(req).await) })
+    }
+}
+
+fn not_found() -> Response<Body> {
+    guard::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page")
+}
+
+/// The gate's refusal as an answer carrying its contract code.
+pub(crate) fn refusal(e: &countersign_gate::Error) -> Response<Body> {
+    use countersign_gate::ErrorCode;
+    let code = e.code();
+    let status = match code {
+        ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        ErrorCode::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::ConfigInvalid => StatusCode::INTERNAL_SERVER_ERROR,
+        ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
+        ErrorCode::ApproverNotAllowed | ErrorCode::SignatureInvalid => StatusCode::FORBIDDEN,
+        _ => StatusCode::CONFLICT,
+    };
+    guard::error(status, code.as_str(), &e.to_string())
+}
+
+/// Whether `person` reviews drafts of `tenant`.
+pub(crate) fn serves(review: &Review, person: &Person, tenant: Option<&str>) -> bool {
+    review
+        .gate
+        .approvers()
+        .and_then(|a| a.get(&person.name))
+        .is_some_and(|a| a.serves(tenant))
+}

@@ -1,0 +1,129 @@
+//! The page on its own loopback listener (`countersign review --web`), one HTTP/1 connection
+//! per task. Only loopback addresses are bound, and only loopback `Host` names are answered.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_gate::Gate;
+use hyper::server::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+use crate::Review;
+
+/// How long a connection may take to send a request's head.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many connections are served at once.
+const MAX_CONNECTIONS: usize = 64;
+
+/// A bound loopback listener serving the page.
+#[derive(Debug)]
+pub struct LoopbackServer {
+    listener: TcpListener,
+    addr: SocketAddr,
+    review: Review,
+}
+
+/// Binds `addr` (a loopback address only) to serve the page over `gate`.
+///
+/// # Errors
+/// `InvalidInput` for a non-loopback address; the bind error otherwise.
+pub async fn serve_loopback(addr: SocketAddr, gate: Arc<Gate>) -> io::Result<LoopbackServer> {
+    LoopbackServer::bind(addr, Review::new(gate).loopback_only()).await
+}
+
+/// Refuses anything but a loopback address.
+pub(crate) fn check_loopback(addr: SocketAddr) -> io::Result<()> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{addr} is not a loopback address; the review page serves loopback only"),
+        ))
+    }
+}
+
+impl LoopbackServer {
+    /// Binds `addr` (loopback only) for `review`.
+    ///
+    /// # Errors
+    /// As [`serve_loopback`].
+    pub async fn bind(addr: SocketAddr, review: Review) -> io::Result<Self> {
+        check_loopback(addr)?;
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        Ok(LoopbackServer {
+            listener,
+            addr,
+            review: review.loopback_only(),
+        })
+    }
+
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The page's address as a person opens it: `http://localhost:PORT/review` (a passkey's
+    /// relying party is the name `localhost`, not the address).
+    pub fn url(&self) -> String {
+        format!("http://localhost:{}/review", self.addr.port())
+    }
+
+    /// Serves until `shutdown` completes.
+    ///
+    /// # Errors
+    /// When accepting fails for good.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> io::Result<()> {
+        let LoopbackServer {
+            listener, review, ..
+        } = self;
+        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            let Ok(permit) = slots.clone().try_acquire_owned() else {
+                continue;
+            };
+            let review = review.clone();
+            tokio::spawn(async move {
+                let served = http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .serve_connection(TokioIo::new(stream), review)
+                    .await;
+                if let Err(e) = served {
+                    tracing::debug!(error = %e, "connection ended");
+                }
+                drop(permit);
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_loopback_addresses_are_bound() {
+        assert!(check_loopback(([127, 0, 0, 1], 0).into()).is_ok());
+        assert!(check_loopback("[::1]:0".parse().expect("addr")).is_ok());
+        assert!(check_loopback(([0, 0, 0, 0], 0).into()).is_err());
+        assert!(check_loopback(([192, 168, 1, 2], 80).into()).is_err());
+    }
+}

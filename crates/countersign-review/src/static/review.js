@@ -1,0 +1,254 @@
+// countersign review page. Loaded from /review/static/review.js under a CSP that allows no
+// inline script: everything the script needs is in data- attributes of the page.
+"use strict";
+
+const b64u = {
+  enc(buf) {
+    const bytes = new Uint8Array(buf);
+    let s = "";
+    for (const b of bytes) s += String.fromCharCode(b);
+    return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  },
+  dec(text) {
+    let t = text.replace(/-/g, "+").replace(/_/g, "/");
+    while (t.length % 4) t += "=";
+    const s = atob(t);
+    const out = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+    return out;
+  },
+};
+
+function say(text, ok) {
+  const s = document.getElementById("status");
+  if (!s) return;
+  s.textContent = text;
+  s.className = ok ? "ok" : "err";
+}
+
+function fail(e) {
+  if (e && e.code) say(e.code + ": " + (e.message || ""), false);
+  else say("ERROR: " + (e && e.message ? e.message : String(e)), false);
+}
+
+async function post(path, body) {
+  const r = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body || {}),
+    credentials: "same-origin",
+  });
+  let j = {};
+  try {
+    j = await r.json();
+  } catch (_) {
+    j = {};
+  }
+  if (!r.ok) throw j.error || { code: "HTTP_" + r.status, message: r.statusText };
+  return j;
+}
+
+// One WebAuthn assertion over `challenge`, in the form the server parses.
+async function assertion(challenge, allow) {
+  const cred = await navigator.credentials.get({
+    publicKey: {
+      challenge,
+      allowCredentials: (allow || []).map((id) => ({ type: "public-key", id: b64u.dec(id) })),
+      userVerification: "required",
+      rpId: location.hostname,
+      timeout: 120000,
+    },
+  });
+  const r = cred.response;
+  return JSON.stringify({
+    id: b64u.enc(cred.rawId),
+    clientDataJSON: b64u.enc(r.clientDataJSON),
+    authenticatorData: b64u.enc(r.authenticatorData),
+    signature: b64u.enc(r.signature),
+  });
+}
+
+// Asks for a statement over `items`, signs its digest, posts both.
+async function approve(statementPath, approvePath, request) {
+  const s = await post(statementPath, request);
+  const a = await assertion(b64u.dec(s.digest), s.allow);
+  return post(approvePath, { statement: s.statement, assertion: a });
+}
+
+function on(id, fn) {
+  const el = document.getElementById(id);
+  if (el) el.addEventListener("click", (ev) => { ev.preventDefault(); fn(el); });
+}
+
+function login() {
+  on("signin", async () => {
+    try {
+      const c = await post("/review/login/challenge", {});
+      const a = await assertion(b64u.dec(c.challenge), c.allow);
+      await post("/review/login", { challenge: c.challenge, assertion: a });
+      location.assign("/review");
+    } catch (e) {
+      fail(e);
+    }
+  });
+}
+
+function cell(row, text, cls) {
+  const td = document.createElement("td");
+  if (cls) td.className = cls;
+  td.textContent = text;
+  row.appendChild(td);
+  return td;
+}
+
+function age(s) {
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m";
+  if (s < 86400) return Math.floor(s / 3600) + "h";
+  return Math.floor(s / 86400) + "d";
+}
+
+async function refresh() {
+  let j;
+  try {
+    const r = await fetch("/review/pending.json", { credentials: "same-origin" });
+    if (!r.ok) return;
+    j = await r.json();
+  } catch (_) {
+    return;
+  }
+  const body = document.querySelector("#pending tbody");
+  if (!body) return;
+  const picked = new Set([...document.querySelectorAll(".pick:checked")].map((c) => c.value));
+  const rows = j.drafts.map((d) => {
+    const tr = document.createElement("tr");
+    tr.dataset.draft = d.draft_id;
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.className = "pick";
+    box.value = d.draft_id;
+    box.checked = picked.has(d.draft_id);
+    box.setAttribute("aria-label", "select " + d.draft_id);
+    cell(tr, "").appendChild(box);
+    const link = document.createElement("a");
+    link.href = "/review/draft/" + encodeURIComponent(d.draft_id);
+    link.textContent = d.action;
+    cell(tr, "").appendChild(link);
+    cell(tr, d.risk, "risk");
+    cell(tr, age(d.age_seconds));
+    cell(tr, d.approvals.have + "/" + d.approvals.need);
+    cell(tr, d.state);
+    const code = document.createElement("code");
+    code.textContent = d.revision.slice(0, 12);
+    cell(tr, "").appendChild(code);
+    return tr;
+  });
+  body.replaceChildren(...rows);
+  const empty = document.getElementById("empty");
+  if (empty) empty.hidden = rows.length > 0;
+}
+
+function list() {
+  setInterval(refresh, 3000);
+  on("batch", () => {
+    const ids = [...document.querySelectorAll(".pick:checked")].map((c) => c.value);
+    if (ids.length === 0) return say("select at least one draft", false);
+    location.assign("/review/batch?" + ids.map((i) => "d=" + encodeURIComponent(i)).join("&"));
+  });
+}
+
+function draft() {
+  const id = document.body.dataset.draft;
+  const revision = document.body.dataset.revision;
+  const base = "/review/draft/" + encodeURIComponent(id);
+  on("approve", async () => {
+    try {
+      say("waiting for your passkey…", true);
+      await approve(base + "/statement", base + "/approve", { revision });
+      say("approved revision " + revision, true);
+    } catch (e) {
+      fail(e);
+    }
+  });
+  on("reject", async () => {
+    try {
+      const reason = document.getElementById("reason").value;
+      await post(base + "/reject", { reason });
+      say("rejected", true);
+    } catch (e) {
+      fail(e);
+    }
+  });
+  const form = document.getElementById("edit");
+  if (form) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const values = {};
+      for (const el of form.querySelectorAll("[data-pointer]")) values[el.dataset.pointer] = el.value;
+      try {
+        const r = await post(base + "/edit", { expected: form.dataset.expected, values });
+        location.assign(r.location);
+      } catch (e) {
+        fail(e);
+      }
+    });
+  }
+}
+
+function batch() {
+  on("approve-all", async () => {
+    const items = [...document.querySelectorAll("section.draft")].map((s) => [
+      s.dataset.draft,
+      s.dataset.revision,
+    ]);
+    try {
+      say("waiting for your passkey…", true);
+      const r = await approve("/review/batch/statement", "/review/batch/approve", { items });
+      say("approved " + r.approved.length + " drafts", true);
+    } catch (e) {
+      fail(e);
+    }
+  });
+}
+
+function enroll() {
+  on("enroll", async () => {
+    const d = document.body.dataset;
+    try {
+      const cred = await navigator.credentials.create({
+        publicKey: {
+          challenge: b64u.dec(d.challenge),
+          rp: { id: d.rp, name: "countersign" },
+          user: { id: b64u.dec(d.user), name: d.name, displayName: d.name },
+          pubKeyCredParams: [
+            { type: "public-key", alg: -7 },
+            { type: "public-key", alg: -8 },
+          ],
+          authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+          attestation: "none",
+          timeout: 120000,
+        },
+      });
+      await post(location.pathname, {
+        clientDataJSON: b64u.enc(cred.response.clientDataJSON),
+        attestationObject: b64u.enc(cred.response.attestationObject),
+      });
+      say("passkey made: the command prints the line for the approvers file", true);
+    } catch (e) {
+      fail(e);
+    }
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  on("logout", async () => {
+    try {
+      await fetch("/review/logout", { method: "POST", credentials: "same-origin" });
+    } finally {
+      location.assign("/review/login");
+    }
+  });
+  const pages = { login, list, draft, batch, enroll };
+  const run = pages[document.body.dataset.page];
+  if (run) run();
+});
