@@ -130,8 +130,9 @@ impl Gate {
                 return self.refuse_audited(event, e, None).await;
             }
         }
-        self.advance_counter(&checked, &event).await?;
+        // The nonce first: a statement sent twice is a replay, whatever its counter says.
         self.consume_statement(&checked, &event).await?;
+        self.advance_counter(&checked, &event).await?;
         let mut approvals = Vec::with_capacity(checked.statement.items().len());
         for (id, revision) in checked.statement.items() {
             let event = event
@@ -241,8 +242,8 @@ impl Gate {
                 .await;
         };
         if let Some(c) = &checked {
-            self.advance_counter(c, &event).await?;
             self.consume_statement(c, &event).await?;
+            self.advance_counter(c, &event).await?;
         }
         let keys = TxKeys {
             draft: Some(id),
