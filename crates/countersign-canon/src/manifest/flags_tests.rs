@@ -1,6 +1,7 @@
 //! Tests of the manifest flags.
 
 use super::*;
+use unicode_security::{GeneralSecurityProfile, RestrictionLevel, RestrictionLevelDetection};
 
 /// The definition: every character looked at, flagged ones escaped.
 fn reference(text: &str, place: Place) -> String {

@@ -16,6 +16,7 @@
 mod flags;
 #[cfg(test)]
 mod reference;
+mod scripts;
 mod walk;
 
 use std::borrow::Cow;
