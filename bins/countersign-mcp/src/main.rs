@@ -76,6 +76,11 @@ struct Cli {
     /// proxy, every client is the proxy's address.
     #[arg(long, value_name = "N", requires = "http")]
     max_connections_per_peer: Option<usize>,
+    /// Where people reach the review page (e.g. `https://review.example.org`): the
+    /// announcements of new drafts sent to the policy's `notify` URLs link to
+    /// `BASE/review/draft/ID` (without it, their `review` is null).
+    #[arg(long, env = "COUNTERSIGN_REVIEW_URL", value_name = "BASE")]
+    review_url: Option<String>,
     /// The upstream command and its arguments.
     #[arg(last = true)]
     command: Vec<String>,
@@ -167,6 +172,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         keys: cli.keys,
         approvers: cli.approvers,
         hosted: http.is_some(),
+        review_url: cli.review_url,
     };
     if cli.demo {
         if options.config.is_none() {

@@ -238,7 +238,7 @@ impl Gate {
             hidden,
             principal: envelope.principal,
             created_at: now,
-            expires_at: now.saturating_add(millis(tool.draft_ttl)),
+            expires_at: now.saturating_add(millis(tool.approval_wait)),
             state: State::Proposed(crate::state::Proposed),
         };
         let event = event

@@ -111,8 +111,12 @@ pub struct ToolPolicy {
     pub fields: BTreeMap<String, FieldRule>,
     /// How long an approval stays valid.
     pub approval_ttl: Duration,
-    /// How long a draft waits for a decision before it expires.
-    pub draft_ttl: Duration,
+    /// How long a draft waits for a decision before it expires (`approval_wait`; in
+    /// `[defaults]` also under its older name `draft_ttl`).
+    pub approval_wait: Duration,
+    /// Where to announce each new draft (`notify`): an `http://` URL, checked when the policy is
+    /// parsed. The gate only carries it; the MCP layer sends.
+    pub notify: Option<String>,
     /// Who may approve it (section 6 `approvers`).
     pub approvers: ApproverRule,
     /// Distinct approvers needed, when the policy names a quorum.
@@ -146,8 +150,8 @@ impl ToolPolicy {
 
 /// Default approval lifetime (CONTRACT.md section 6 example, issue 5).
 pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
-/// Default lifetime of an undecided draft.
-pub const DEFAULT_DRAFT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+/// Default wait of an undecided draft before it expires (`approval_wait`).
+pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(60 * 60);
 const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,7 +179,10 @@ struct RawManifest {
 #[serde(deny_unknown_fields)]
 struct RawDefaults {
     approval_ttl: Option<String>,
+    approval_wait: Option<String>,
+    /// The older name of `approval_wait`, accepted here only.
     draft_ttl: Option<String>,
+    notify: Option<String>,
     mode: Option<Mode>,
     risk: Option<String>,
     approval: Option<ApprovalChannel>,
@@ -198,6 +205,8 @@ struct RawTool {
     #[serde(default)]
     fields: BTreeMap<String, FieldRule>,
     approval_ttl: Option<String>,
+    approval_wait: Option<String>,
+    notify: Option<String>,
     approvers: Option<Vec<String>>,
     quorum: Option<u32>,
     signed: Option<bool>,
@@ -242,7 +251,18 @@ impl Policy {
         let limits = crate::quota::Limits::from_raw(raw.limits)?;
         let defaults = raw.defaults.unwrap_or_default();
         let approval_ttl = ttl(defaults.approval_ttl.as_deref(), DEFAULT_APPROVAL_TTL)?;
-        let draft_ttl = ttl(defaults.draft_ttl.as_deref(), DEFAULT_DRAFT_TTL)?;
+        let approval_wait = match (&defaults.approval_wait, &defaults.draft_ttl) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Config(
+                    "[defaults] names both approval_wait and its older name draft_ttl".into(),
+                ));
+            }
+            (wait, old) => ttl(
+                wait.as_ref().or(old.as_ref()).map(String::as_str),
+                DEFAULT_APPROVAL_WAIT,
+            )?,
+        };
+        let default_notify = defaults.notify.as_deref().map(notify_url).transpose()?;
         let default_rate = defaults.rate.map(rate).transpose()?;
         let default_risk_name = defaults.risk.as_deref().map(risk).transpose()?;
         let default_approvers = ApproverRule::from_raw(defaults.approvers.clone())?;
@@ -255,7 +275,8 @@ impl Policy {
             rate: default_rate,
             fields: BTreeMap::new(),
             approval_ttl,
-            draft_ttl,
+            approval_wait,
+            notify: default_notify.clone(),
             approvers: default_approvers.clone(),
             quorum: default_quorum,
             signed: defaults.signed,
@@ -291,7 +312,14 @@ impl Policy {
                     Some(t) => ttl(Some(t), DEFAULT_APPROVAL_TTL)?,
                     None => approval_ttl,
                 },
-                draft_ttl,
+                approval_wait: match tool.approval_wait.as_deref() {
+                    Some(t) => ttl(Some(t), DEFAULT_APPROVAL_WAIT)?,
+                    None => approval_wait,
+                },
+                notify: match tool.notify.as_deref() {
+                    Some(url) => Some(notify_url(url)?),
+                    None => default_notify.clone(),
+                },
                 approvers: match tool.approvers {
                     Some(names) => ApproverRule::from_raw(Some(names))?,
                     None => default_approvers.clone(),
@@ -445,6 +473,64 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 fn risk(name: &str) -> Result<Risk> {
     name.parse()
         .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
+}
+
+/// Checks a `notify` URL: `http://HOST[:PORT][/PATH][?QUERY]`, nothing else. HTTPS is refused
+/// rather than silently never delivered: the sender speaks plain HTTP only (no TLS stack), so an
+/// HTTPS endpoint is reached through a bridge on the local host (docs/gate.md).
+fn notify_url(url: &str) -> Result<String> {
+    let bad = |why: &str| Error::Config(format!("notify URL {url:?}: {why}"));
+    if url.starts_with("https://") {
+        return Err(bad(
+            "https is not supported; point notify at an http:// bridge on the local host",
+        ));
+    }
+    let Some(rest) = url.strip_prefix("http://") else {
+        return Err(bad("only http:// URLs are accepted"));
+    };
+    if !url.is_ascii()
+        || url
+            .chars()
+            .any(|c| c.is_ascii_whitespace() || c.is_control())
+    {
+        return Err(bad("ASCII only, no spaces or control characters"));
+    }
+    if url.contains('#') {
+        return Err(bad("no fragment"));
+    }
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Err(bad("no user name or password in the URL"));
+    }
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some((addr, after)) = v6.split_once(']') else {
+            return Err(bad("malformed IPv6 host"));
+        };
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(bad("malformed IPv6 host"));
+        }
+        match after {
+            "" => (addr, None),
+            _ => match after.strip_prefix(':') {
+                Some(p) => (addr, Some(p)),
+                None => return Err(bad("malformed IPv6 host")),
+            },
+        }
+    } else {
+        match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        }
+    };
+    if host.is_empty() || host.contains(['[', ']']) {
+        return Err(bad("no host"));
+    }
+    if let Some(p) = port
+        && !matches!(p.parse::<u16>(), Ok(n) if n > 0)
+    {
+        return Err(bad("the port must be a number from 1 to 65535"));
+    }
+    Ok(url.to_owned())
 }
 
 fn check_pointer(p: &str) -> Result<()> {

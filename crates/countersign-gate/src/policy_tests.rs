@@ -160,3 +160,131 @@ fn has_rates_sees_a_ceiling_wherever_it_is_set() {
     let defaults = "[defaults]\nmode = \"approval\"\nrate = { max = 1, per = \"1m\" }\n";
     assert!(Policy::from_toml(defaults).expect("valid").has_rates());
 }
+
+#[test]
+fn approval_wait_per_tool_in_defaults_and_by_its_older_name() {
+    let hour = Duration::from_secs(3600);
+    // Neither key: one hour.
+    let p = Policy::from_toml("[tools.a]\nmode = \"approval\"\n").expect("valid");
+    assert_eq!(p.lookup("a").expect("a").approval_wait, hour);
+    assert_eq!(DEFAULT_APPROVAL_WAIT, hour);
+
+    let p = Policy::from_toml(
+        "[defaults]\nmode = \"approval\"\napproval_wait = \"30m\"\n\
+         [tools.a]\napproval_wait = \"90s\"\n[tools.b]\nmode = \"approval\"\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        p.lookup("a").expect("a").approval_wait,
+        Duration::from_secs(90)
+    );
+    assert_eq!(
+        p.lookup("b").expect("b").approval_wait,
+        Duration::from_secs(1800)
+    );
+    assert_eq!(
+        p.lookup("other").expect("fallback").approval_wait,
+        Duration::from_secs(1800)
+    );
+
+    // `draft_ttl`, the older name, still works in [defaults].
+    let p = Policy::from_toml("[defaults]\ndraft_ttl = \"10m\"\n[tools.a]\n").expect("valid");
+    assert_eq!(
+        p.lookup("a").expect("a").approval_wait,
+        Duration::from_secs(600)
+    );
+    // A tool's own `approval_wait` beats the older default name.
+    let p =
+        Policy::from_toml("[defaults]\ndraft_ttl = \"10m\"\n[tools.a]\napproval_wait = \"2h\"\n")
+            .expect("valid");
+    assert_eq!(p.lookup("a").expect("a").approval_wait, 2 * hour);
+}
+
+#[test]
+fn approval_wait_refusals() {
+    for bad in [
+        // The older name is known in [defaults] only.
+        "[tools.a]\ndraft_ttl = \"10m\"\n",
+        // Both names at once is ambiguous.
+        "[defaults]\ndraft_ttl = \"10m\"\napproval_wait = \"20m\"\n",
+        "[defaults]\napproval_wait = \"0s\"\n",
+        "[defaults]\napproval_wait = \"1 hour\"\n",
+        "[tools.a]\napproval_wait = \"200h\"\n",
+        "[tools.a]\napproval_wait = 60\n",
+        "[tools.a]\napproval_wiat = \"1h\"\n",
+    ] {
+        assert_eq!(
+            Policy::from_toml(bad).expect_err(bad).code().as_str(),
+            "CONFIG_INVALID"
+        );
+    }
+}
+
+#[test]
+fn notify_per_tool_and_in_defaults() {
+    let p = Policy::from_toml(
+        "[defaults]\nmode = \"approval\"\nnotify = \"http://127.0.0.1:8080/hook\"\n\
+         [tools.a]\nnotify = \"http://hooks.internal/countersign?team=ops\"\n\
+         [tools.b]\nmode = \"approval\"\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        p.lookup("a").expect("a").notify.as_deref(),
+        Some("http://hooks.internal/countersign?team=ops")
+    );
+    assert_eq!(
+        p.lookup("b").expect("b").notify.as_deref(),
+        Some("http://127.0.0.1:8080/hook")
+    );
+    assert_eq!(
+        p.lookup("other").expect("fallback").notify.as_deref(),
+        Some("http://127.0.0.1:8080/hook")
+    );
+    let p = Policy::from_toml(EXAMPLE).expect("valid");
+    assert_eq!(p.lookup("publish_post").expect("known").notify, None);
+    for good in ["http://[::1]:9/x", "http://localhost", "http://h:65535"] {
+        let text = format!("[tools.a]\nnotify = \"{good}\"\n");
+        let p = Policy::from_toml(&text).expect(good);
+        assert_eq!(p.lookup("a").expect("a").notify.as_deref(), Some(good));
+    }
+}
+
+#[test]
+fn notify_refuses_anything_but_plain_http() {
+    for bad in [
+        "https://hooks.example.org/x",
+        "ftp://hooks.example.org/x",
+        "file:///tmp/x",
+        "hooks.example.org/x",
+        "HTTP//x",
+        "",
+        "http://",
+        "http:///path",
+        "http://:8080/x",
+        "http://h:0/x",
+        "http://h:99999/x",
+        "http://h:port/x",
+        "http://user:pw@h/x",
+        "http://h/x y",
+        "http://h/x#frag",
+        "http://[::1/x",
+        "http://[nothost]:80/x",
+        "http://[::1]x/",
+        "http://hé/x",
+    ] {
+        let text = format!("[tools.a]\nnotify = {bad:?}\n");
+        assert_eq!(
+            Policy::from_toml(&text).expect_err(bad).code().as_str(),
+            "CONFIG_INVALID",
+            "{bad}"
+        );
+        let text = format!("[defaults]\nnotify = {bad:?}\n");
+        assert_eq!(
+            Policy::from_toml(&text).expect_err(bad).code().as_str(),
+            "CONFIG_INVALID",
+            "{bad}"
+        );
+    }
+    let e = Policy::from_toml("[tools.a]\nnotify = \"https://h/x\"\n").expect_err("https");
+    assert!(e.to_string().contains("bridge"), "{e}");
+}

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
+use crate::notify::Notifier;
 use crate::tooldef::{Marking, ToolDigests, is_read_only};
 
 /// How one tool's calls are handled.
@@ -66,6 +67,8 @@ pub struct Countersign {
     elicitation_timeout: Duration,
     /// The digests of the tool definitions seen last.
     tool_digests: ToolDigests,
+    /// Announces new drafts to the policy's `notify` URLs.
+    notifier: Notifier,
 }
 
 /// How long a call waits for a person to answer an approval asked inside the host.
@@ -91,6 +94,7 @@ impl Countersign {
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: ToolDigests::default(),
+            notifier: Notifier::default(),
         })
     }
 
@@ -133,6 +137,7 @@ impl Countersign {
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: ToolDigests::default(),
+            notifier: Notifier::default(),
         })
     }
 
@@ -157,6 +162,16 @@ impl Countersign {
     pub fn with_elicitation_timeout(mut self, timeout: Duration) -> Self {
         self.elicitation_timeout = timeout;
         self
+    }
+
+    /// Links the announcements of new drafts (the policy's `notify`) to the review page served
+    /// under `base`: `BASE/review/draft/ID`. Without it their `review` is `null`.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` unless `base` is an absolute `http://` or `https://` URL.
+    pub fn with_review_url(mut self, base: &str) -> Result<Self> {
+        self.notifier = self.notifier.with_review_base(base)?;
+        Ok(self)
     }
 
     /// How long a call waits for the answer to an approval asked inside the host.
@@ -233,7 +248,10 @@ impl Countersign {
         )
     }
 
-    /// Stores a draft for a call of `tool` and returns it.
+    /// Stores a draft for a call of `tool` and returns it. Every way a call is proposed comes
+    /// through here (the layer, the proxy, the demo, over stdio or HTTP, with or without
+    /// elicitation), and so does the announcement of the new draft to the policy's `notify` URL,
+    /// which is sent in the background and never fails or delays the proposal.
     ///
     /// # Errors
     /// As [`Countersign::propose`].
@@ -247,7 +265,7 @@ impl Countersign {
             rule: "INVALID_JSON",
             message: e.to_string(),
         })?;
-        Ok(self
+        let draft = self
             .gate
             .propose(Proposal {
                 action: &tool.name,
@@ -255,7 +273,13 @@ impl Countersign {
                 tool: self.tool_digests.digest(tool)?,
                 principal,
             })
-            .await?)
+            .await?;
+        if let Ok(policy) = self.gate.policy().lookup(&draft.action)
+            && let Some(url) = &policy.notify
+        {
+            self.notifier.announce(url, &draft);
+        }
+        Ok(draft)
     }
 }
 

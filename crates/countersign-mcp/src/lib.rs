@@ -27,6 +27,7 @@ mod gated;
 pub mod guard;
 #[cfg(feature = "http")]
 pub mod http;
+mod notify;
 mod output;
 mod port;
 pub mod proxy;

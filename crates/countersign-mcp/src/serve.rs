@@ -35,6 +35,9 @@ pub struct Options {
     /// Served over the network (`--http`): an ephemeral token key is refused, since a token
     /// minted by one replica or before a restart would fail everywhere else.
     pub hosted: bool,
+    /// `--review-url BASE` (else `COUNTERSIGN_REVIEW_URL`): where the review page is reached, so
+    /// that announcements of new drafts link to `BASE/review/draft/ID`.
+    pub review_url: Option<String>,
 }
 
 impl Options {
@@ -81,7 +84,11 @@ impl Options {
         };
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
         let policy = policy.as_deref().or(fallback);
-        Countersign::open_signed(&url, policy, Some(confirmer), signers).await
+        let core = Countersign::open_signed(&url, policy, Some(confirmer), signers).await?;
+        match &self.review_url {
+            Some(base) => core.with_review_url(base),
+            None => Ok(core),
+        }
     }
 }
 

@@ -12,6 +12,8 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 
+mod notify;
+
 /// The wrapped handler: `launch` (may have side effects) and `peek` (read-only), each call
 /// counted and its arguments kept.
 fn counting() -> FakeServer {

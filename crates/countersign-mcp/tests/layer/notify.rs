@@ -1,0 +1,177 @@
+//! The announcement of each new draft to the policy's `notify` URL: what arrives, and that an
+//! endpoint that is down or silent never delays or fails the proposal.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use countersign_mcp::Countersign;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+use super::{call, connect, counting};
+
+/// How long a proposal may take at most with a hook that is down or never answers: far below
+/// the announcement's own 5-second timeout.
+const BOUND: Duration = Duration::from_secs(2);
+
+fn policy(hook: &str) -> String {
+    format!(
+        "[tools.\"launch\"]\nmode = \"approval\"\nnotify = \"{hook}\"\n\
+         fields = {{ \"/secret\" = \"hidden\" }}\n"
+    )
+}
+
+/// Reads one HTTP request (head and `Content-Length` body) from the first connection, answers
+/// 204, and returns the head and the body.
+async fn one_request(listener: TcpListener) -> (String, Vec<u8>) {
+    let (mut socket, _) = listener.accept().await.expect("accept");
+    let mut read = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    let (head, length) = loop {
+        let n = socket.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed before the head ended");
+        read.extend_from_slice(&chunk[..n]);
+        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8(read[..end].to_vec()).expect("ASCII head");
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().expect("length"))
+                })
+                .expect("a Content-Length");
+            read.drain(..end + 4);
+            break (head, length);
+        }
+    };
+    while read.len() < length {
+        let n = socket.read(&mut chunk).await.expect("read");
+        assert!(n > 0, "the connection closed inside the body");
+        read.extend_from_slice(&chunk[..n]);
+    }
+    socket
+        .write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("answer");
+    (head, read)
+}
+
+#[tokio::test]
+async fn a_new_draft_is_announced_without_its_arguments() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!(
+        "http://{}/hooks/countersign?team=ops",
+        listener.local_addr().expect("addr")
+    );
+    let received = tokio::spawn(one_request(listener));
+    let core = Countersign::in_memory(Some(&policy(&hook)))
+        .expect("layer")
+        .with_review_url("https://review.example.org/")
+        .expect("review URL");
+    let inner = counting();
+    let client = connect(Arc::new(core), inner.clone()).await;
+
+    let r = call(
+        &client,
+        "launch",
+        json!({"target": "the moon", "secret": "s3cr3t-value"}),
+    )
+    .await;
+    let s = r.structured_content.expect("structured");
+    assert_eq!(s["error"]["code"], "APPROVAL_REQUIRED");
+    let draft = s["draft_id"].as_str().expect("draft").to_owned();
+
+    let (head, body) = tokio::time::timeout(Duration::from_secs(10), received)
+        .await
+        .expect("the announcement arrives")
+        .expect("listener");
+    assert!(
+        head.starts_with("POST /hooks/countersign?team=ops HTTP/1.1\r\n"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    let text = String::from_utf8(body).expect("UTF-8");
+    assert!(
+        !text.contains("the moon"),
+        "an argument value was sent: {text}"
+    );
+    assert!(!text.contains("s3cr3t"), "a hidden value was sent: {text}");
+    let body: Value = serde_json::from_str(&text).expect("JSON");
+    let created = body["created_at_ms"].as_i64().expect("created_at_ms");
+    assert!(created > 0);
+    assert_eq!(
+        body,
+        json!({
+            "type": "countersign/draft",
+            "draft_id": draft,
+            "action": "launch",
+            "revision": s["revision"],
+            "review": format!("https://review.example.org/review/draft/{draft}"),
+            "created_at_ms": created,
+        })
+    );
+    assert_eq!(inner.calls(), 0);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn without_a_review_url_the_link_is_null() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!("http://{}/", listener.local_addr().expect("addr"));
+    let received = tokio::spawn(one_request(listener));
+    let core = Countersign::in_memory(Some(&policy(&hook))).expect("layer");
+    let client = connect(Arc::new(core), counting()).await;
+    let r = call(&client, "launch", json!({"target": "mars"})).await;
+    let s = r.structured_content.expect("structured");
+    let (_, body) = tokio::time::timeout(Duration::from_secs(10), received)
+        .await
+        .expect("the announcement arrives")
+        .expect("listener");
+    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(body["draft_id"], s["draft_id"]);
+    assert_eq!(body["review"], Value::Null);
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_dead_or_silent_hook_neither_delays_nor_fails_the_proposal() {
+    // A closed port: the connection is refused.
+    let closed = {
+        let l = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        l.local_addr().expect("addr")
+    };
+    // A listener that accepts and never answers.
+    let silent = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent_addr = silent.local_addr().expect("addr");
+    let held = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    for hook in [
+        format!("http://{closed}/"),
+        format!("http://{silent_addr}/"),
+    ] {
+        let core = Countersign::in_memory(Some(&policy(&hook))).expect("layer");
+        let inner = counting();
+        let client = connect(Arc::new(core), inner.clone()).await;
+        for n in 0..3 {
+            let started = Instant::now();
+            let r = call(&client, "launch", json!({"target": n})).await;
+            let took = started.elapsed();
+            let s = r.structured_content.expect("structured");
+            assert_eq!(s["error"]["code"], "APPROVAL_REQUIRED", "{hook}: {s}");
+            assert!(took < BOUND, "{hook}: the proposal took {took:?}");
+        }
+        assert_eq!(inner.calls(), 0);
+        client.cancel().await.expect("close");
+    }
+    held.abort();
+}
