@@ -2,8 +2,6 @@
 //! one gate are read back by another (another process, another replica), count toward the
 //! quorum there, and reach the audit chain.
 
-use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use countersign_canon::{Domain, Principal, digest};
@@ -11,20 +9,9 @@ use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, sshsig};
 use countersign_gate::{FnAction, Gate, GateStore, MemoryStore, Policy, Proposal, SqliteStore};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
+use countersign_testkit::ssh::keygen;
 
 const POLICY: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\nquorum = 2\n";
-
-fn keygen(dir: &Path, name: &str) -> (std::path::PathBuf, String) {
-    let key = dir.join(name);
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-        .arg(&key)
-        .status()
-        .expect("ssh-keygen");
-    assert!(ok.success());
-    let public = std::fs::read_to_string(format!("{}.pub", key.display())).expect("pub");
-    (key, public.trim().to_owned())
-}
 
 async fn gate_on(store: Arc<dyn GateStore>, approvers: &Arc<Approvers>) -> Gate {
     let ledger = open_ledger(&StoreUrl::Memory, &OpenOptions::default())
@@ -143,7 +130,12 @@ async fn postgres_keeps_signed_approvals() {
             .expect("replica"),
     );
     signed_round_trip(writer, reader).await;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+    drop_schema(&url, &schema).await;
+}
+
+#[cfg(feature = "postgres")]
+async fn drop_schema(url: &str, schema: &str) {
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .expect("connect");
     tokio::spawn(conn);
@@ -206,13 +198,6 @@ async fn every_store_keeps_passkey_counters() {
         use countersign_gate::store::postgres::PostgresStore;
         let schema = format!("gate_counters_{}", std::process::id());
         counters(&PostgresStore::connect(&url, &schema).await.expect("store")).await;
-        let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        client
-            .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-            .await
-            .expect("drop");
+        drop_schema(&url, &schema).await;
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Each part that needs a library crate sits behind a feature of that name, so a suite builds
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
-//! suite) and `mcp` (a fake MCP server). `timing` and [`require_env`] need nothing.
+//! suite) and `mcp` (a fake MCP server). `timing`, `ssh` (keys made by `ssh-keygen`) and [`require_env`] need nothing.
 
 #[cfg(feature = "gate")]
 pub mod gate;
@@ -11,6 +11,7 @@ pub mod gate;
 pub mod mcp;
 #[cfg(feature = "replay")]
 pub mod replay;
+pub mod ssh;
 pub mod timing;
 
 /// The value of the environment variable `var` when it is set and not empty.

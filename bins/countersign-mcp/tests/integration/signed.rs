@@ -6,21 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use countersign_mcp::demo::DEMO_POLICY;
+use countersign_testkit::ssh::keygen;
 use serde_json::json;
 
 use crate::common::*;
-
-fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
-    let key = dir.join(name);
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-        .arg(&key)
-        .status()
-        .expect("ssh-keygen");
-    assert!(ok.success());
-    let public = std::fs::read_to_string(format!("{}.pub", key.display())).expect("pub");
-    (key, public.trim().to_owned())
-}
 
 fn approvers(home: &Home, people: &[&str]) -> (PathBuf, Vec<PathBuf>) {
     let mut file = String::new();

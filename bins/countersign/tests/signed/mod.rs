@@ -30,20 +30,8 @@ pub(crate) struct Key {
 
 impl Key {
     pub(crate) fn new(dir: &Path, name: &str) -> Key {
-        let path = dir.join(format!("{name}_ed25519"));
-        let ok = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
-            .arg(&path)
-            .status()
-            .expect("ssh-keygen");
-        assert!(ok.success());
-        let public = std::fs::read_to_string(path.with_extension("pub").as_path())
-            .or_else(|_| std::fs::read_to_string(format!("{}.pub", path.display())))
-            .expect("public key");
-        Key {
-            path,
-            public: public.trim().to_owned(),
-        }
+        let (path, public) = countersign_testkit::ssh::keygen(dir, name);
+        Key { path, public }
     }
 }
 
