@@ -169,9 +169,8 @@ fn the_new_walk_renders_the_benchmark_shapes_as_the_old_one_did() {
     records.push(']');
     let prose = r#"{"section_01":{"text":"Le comité a approuvé la décision ; Grüße aus Köln. 新しい規約は来月から適用されます。Πρόκειται για μια αλλαγή. Отчёт будет опубликован.","words":12,"draft":false}}"#;
     for text in [records.as_str(), prose] {
-        let canonical =
-            canonicalize(text.as_bytes(), Profile::CountersignV1, &Limits::default())
-                .expect("json");
+        let canonical = canonicalize(text.as_bytes(), Profile::CountersignV1, &Limits::default())
+            .expect("json");
         for hidden in hidings() {
             agrees(&canonical, &hidden);
         }
