@@ -28,6 +28,8 @@ pub mod guard;
 mod pages;
 mod serve;
 mod session;
+#[cfg(test)]
+mod weight_tests;
 
 use std::future::Future;
 use std::sync::Arc;
