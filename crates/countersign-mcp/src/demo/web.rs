@@ -154,9 +154,8 @@ impl ActionPort for DemoPort<'_> {
         if call.action != "publish_post" {
             return Err(ActionError::terminal("the demo offers publish_post only"));
         }
-        let args = match call.args.to_json() {
-            Value::Object(m) => m,
-            _ => return Err(ActionError::terminal("the arguments are not an object")),
+        let Value::Object(args) = call.args.to_json() else {
+            return Err(ActionError::terminal("the arguments are not an object"));
         };
         match self.demo.publish(&args) {
             Ok(result) => crate::port::output(result),
