@@ -101,6 +101,13 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
         State::Proposed(_)
     ));
 
+    // No statements to sign here: the passkey flow is off.
+    let statement = format!("{path}/statement");
+    let res = review
+        .handle(post(&statement, "http://localhost:8080", &body))
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
     let res = review
         .handle(post(&approve, "http://localhost:8080", &body))
         .await;

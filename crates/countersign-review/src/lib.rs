@@ -218,17 +218,17 @@ impl Review {
             }
             (["draft", id], true, _) => pages::draft(self, &person, id).await,
             (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
+            (["batch", "approve"] | ["batch", "statement"] | ["draft", _, "statement"], _, _)
+                if self.development =>
+            {
+                not_found()
+            }
             (["draft", id, "statement"], _, Some(o)) => {
                 api::statement(self, &person, Some(id), o).await
             }
             (["batch", "statement"], _, Some(o)) => api::statement(self, &person, None, o).await,
             (["draft", id, "approve"], _, Some(o)) if self.development => {
                 api::approve_unsigned(self, &person, id, o).await
-            }
-            (["batch", "approve"] | ["batch", "statement"] | ["draft", _, "statement"], _, _)
-                if self.development =>
-            {
-                not_found()
             }
             (["draft", id, "approve"], _, Some(o)) => {
                 api::approve(self, &person, Some(id), o).await
