@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy};
+use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy, web};
 use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
 use countersign_mcp::proxy::{Proxy, Upstream};
 use countersign_mcp::{Countersign, Error, Gated, Options, serve_stdio};
@@ -32,6 +32,12 @@ struct Cli {
     /// Where the demo writes published posts.
     #[arg(long, default_value = "out", requires = "demo")]
     out: PathBuf,
+    /// Newcomer demo: instead of MCP over stdio, serve the review page on ADDR (loopback only,
+    /// e.g. `127.0.0.1:8765`) and run a built-in sample agent that proposes one post, waits for
+    /// its approval on the page and publishes it; then keep serving until ctrl-c. Without
+    /// `--approvers` the page is a development-only one (unsigned approvals, loudly marked).
+    #[arg(long, value_name = "ADDR", requires = "demo", conflicts_with = "http")]
+    web: Option<SocketAddr>,
     /// Store URL (`sqlite:PATH`, `memory:`, `postgres://…`).
     #[arg(long, env = "COUNTERSIGN_STORE")]
     store: Option<String>,
@@ -100,7 +106,7 @@ fn main() -> ExitCode {
         eprintln!("error[USAGE]: give --demo or --upstream -- CMD ARGS…");
         return ExitCode::from(2);
     }
-    if cli.http.is_none() {
+    if cli.http.is_none() && cli.web.is_none() {
         console::greet_a_person_at_a_terminal();
     }
     // Over HTTP the server answers many clients at once on every core. Over stdio it serves one
@@ -108,7 +114,7 @@ fn main() -> ExitCode {
     // each message on to the next: on one thread those hand-overs are plain polls instead of
     // wake-ups of another thread, so no message waits for a parked thread to be scheduled
     // (docs/performance.md, "Findings").
-    let mut runtime = if cli.http.is_some() {
+    let mut runtime = if cli.http.is_some() || cli.web.is_some() {
         tokio::runtime::Builder::new_multi_thread()
     } else {
         tokio::runtime::Builder::new_current_thread()
@@ -133,6 +139,9 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), Error> {
+    if let Some(addr) = cli.web {
+        web::check_loopback(addr)?;
+    }
     // Everything about the listener is checked before any store is opened.
     let http = match cli.http {
         Some(addr) => {
@@ -189,6 +198,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         let core = options.build_with_default_policy(Some(DEMO_POLICY)).await?;
+        if let Some(addr) = cli.web {
+            return serve_web(addr, core, Demo::new(cli.out)).await;
+        }
         let gated = Gated::new(Demo::new(cli.out), Arc::new(core));
         match http {
             Some(http) => serve(HttpServer::bind(gated, http).await?).await,
@@ -205,6 +217,35 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
             None => countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await,
         }
+    }
+}
+
+/// `--demo --web ADDR`: the review page on ADDR and the sample agent beside it; serves on
+/// after the agent is done, until SIGTERM or ctrl-c.
+async fn serve_web(addr: SocketAddr, core: Countersign, demo: Demo) -> Result<(), Error> {
+    let shutdown = shutdown_signal()
+        .map_err(|e| Error::Transport(format!("cannot install the signal handlers: {e}")))?;
+    let server = web::bind(addr, &core).await?;
+    let page = server.url();
+    eprintln!(
+        "countersign-mcp: review page on {page} (bound to {})",
+        server.local_addr()
+    );
+    if core.gate().approvers().is_none() {
+        eprintln!("countersign-mcp: {}", web::DEVELOPMENT_BANNER);
+    }
+    let server = tokio::spawn(server.run(shutdown));
+    match web::sample_agent(&core, &demo, &page).await {
+        Ok(_) => eprintln!("countersign-mcp: still serving the review page; ctrl-c to stop"),
+        Err(e) => eprintln!(
+            "countersign-mcp: the sample agent stopped: error[{}]: {e}",
+            e.code()
+        ),
+    }
+    match server.await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(Error::Transport(e.to_string())),
+        Err(e) => Err(Error::Transport(e.to_string())),
     }
 }
 

@@ -19,6 +19,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 
+#[cfg(feature = "http")]
+pub mod web;
+
 /// The policy the demo applies when no policy file is given.
 pub const DEMO_POLICY: &str = r#"[tools."publish_post"]
 mode = "approval"

@@ -61,7 +61,7 @@ impl<H: ServerHandler> ActionPort for HandlerPort<H> {
     }
 }
 
-fn output(result: CallToolResult) -> Result<ActionOutput, ActionError> {
+pub(crate) fn output(result: CallToolResult) -> Result<ActionOutput, ActionError> {
     if result.is_error == Some(true) {
         let retryable = result
             .structured_content

@@ -300,6 +300,34 @@ pub(crate) async fn approve(
     }
 }
 
+/// `POST /review/draft/ID/approve` on the development-only page: `{revision}`, recorded as an
+/// unsigned approval by the person signed in (always `developer`).
+pub(crate) async fn approve_unsigned(
+    review: &Review,
+    person: &Person,
+    id: &str,
+    o: &Form,
+) -> Response<Body> {
+    let revision = match text(o, "revision") {
+        Ok(r) => r,
+        Err(m) => return bad(&m),
+    };
+    if let Err(e) = visible(review, person, id).await {
+        return refusal(&e);
+    }
+    match review
+        .gate
+        .approve(id, revision, &person.name, countersign_gate::Channel::Cli)
+        .await
+    {
+        Ok(_) => guard::json(
+            StatusCode::OK,
+            &json!({ "approved": [{ "draft_id": id, "revision": revision }], "signed": false }),
+        ),
+        Err(e) => refusal(&e),
+    }
+}
+
 /// `POST /review/draft/ID/reject`: `{reason}`.
 pub(crate) async fn reject(review: &Review, person: &Person, id: &str, o: &Form) -> Response<Body> {
     let reason = o

@@ -23,6 +23,8 @@
 //!   tab, and nothing extra to shut down.
 
 mod api;
+#[cfg(test)]
+mod development_tests;
 pub mod enroll;
 pub mod guard;
 mod pages;
@@ -43,6 +45,11 @@ pub use crate::guard::Body;
 pub use crate::serve::{LoopbackServer, serve_loopback};
 use crate::session::{Person, Sessions};
 
+/// Who approves on the development-only page ([`Review::development_mode`]).
+pub const DEVELOPER: &str = "developer";
+/// The banner of the development-only page.
+pub const DEVELOPMENT_BANNER: &str =
+    "DEVELOPMENT MODE — approvals here are not signed by anyone; never use this on a shared host";
 /// The path the page lives under.
 pub const PREFIX: &str = "/review";
 /// The largest request body the page reads.
@@ -57,12 +64,14 @@ pub struct Review {
     gate: Arc<Gate>,
     sessions: Arc<Sessions>,
     loopback_only: bool,
+    development: bool,
 }
 
 impl std::fmt::Debug for Review {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Review")
             .field("loopback_only", &self.loopback_only)
+            .field("development", &self.development)
             .finish_non_exhaustive()
     }
 }
@@ -84,7 +93,33 @@ impl Review {
             gate,
             sessions: Arc::new(Sessions::default()),
             loopback_only: false,
+            development: false,
         }
+    }
+
+    /// Development-only approvals, for trying the demo on one's own machine: the page says so
+    /// in a loud banner, everyone is signed in as [`DEVELOPER`] without a passkey, and Approve
+    /// records an *unsigned* approval by `developer` (which a policy that requires signatures
+    /// refuses). Origin checks, the CSP and the bearer refusal stay on, and only loopback `Host`
+    /// names are answered; [`LoopbackServer::bind`] binds loopback addresses only.
+    ///
+    /// # Errors
+    /// `InvalidInput` when the gate has an approvers file: then people sign in with passkeys.
+    pub fn development_mode(mut self) -> std::io::Result<Self> {
+        if self.gate.approvers().is_some() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "development mode is for a gate without an approvers file",
+            ));
+        }
+        self.development = true;
+        self.loopback_only = true;
+        Ok(self)
+    }
+
+    /// Whether this is the development-only page.
+    pub fn is_development(&self) -> bool {
+        self.development
     }
 
     /// Answers only requests whose `Host` is a loopback name (a local page cannot then be
@@ -147,12 +182,19 @@ impl Review {
             (["static", "review.js"], true, _) => {
                 return guard::respond(StatusCode::OK, "text/javascript; charset=utf-8", JS);
             }
+            (["login"], true, _) if self.development => return guard::redirect("/review"),
             (["login"], true, _) => return pages::login(),
             (["login", "challenge"], _, true) => return api::login_challenge(self),
             (["login"], _, true) => return api::login(self, &call),
             _ => {}
         }
-        let person = call.cookie.as_deref().and_then(|c| self.sessions.person(c));
+        let person = if self.development {
+            Some(Person {
+                name: DEVELOPER.to_owned(),
+            })
+        } else {
+            call.cookie.as_deref().and_then(|c| self.sessions.person(c))
+        };
         let Some(person) = person else {
             return if get {
                 guard::redirect("/review/login")
@@ -176,10 +218,18 @@ impl Review {
             }
             (["draft", id], true, _) => pages::draft(self, &person, id).await,
             (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
+            (["batch", "approve"] | ["batch", "statement"] | ["draft", _, "statement"], _, _)
+                if self.development =>
+            {
+                not_found()
+            }
             (["draft", id, "statement"], _, Some(o)) => {
                 api::statement(self, &person, Some(id), o).await
             }
             (["batch", "statement"], _, Some(o)) => api::statement(self, &person, None, o).await,
+            (["draft", id, "approve"], _, Some(o)) if self.development => {
+                api::approve_unsigned(self, &person, id, o).await
+            }
             (["draft", id, "approve"], _, Some(o)) => {
                 api::approve(self, &person, Some(id), o).await
             }
@@ -229,6 +279,9 @@ pub(crate) fn refusal(e: &countersign_gate::Error) -> Response<Body> {
 
 /// Whether `person` reviews drafts of `tenant`.
 pub(crate) fn serves(review: &Review, person: &Person, tenant: Option<&str>) -> bool {
+    if review.development {
+        return person.name == DEVELOPER;
+    }
     review
         .gate
         .approvers()

@@ -61,6 +61,22 @@ pub(crate) fn shell(title: &str, page: &str, data: &str, who: Option<&str>, main
     )
 }
 
+/// A page of `review`: on the development-only page, with its banner and `data-dev` for the
+/// script.
+fn page(review: &Review, body: String) -> Response<Body> {
+    if !review.is_development() {
+        return html(body);
+    }
+    let banner = format!(
+        "<p class=\"dev-banner\" role=\"alert\">{}</p><main>",
+        esc(crate::DEVELOPMENT_BANNER)
+    );
+    html(
+        body.replacen("<body data-page=", "<body data-dev=\"1\" data-page=", 1)
+            .replacen("<main>", &banner, 1),
+    )
+}
+
 fn html(body: String) -> Response<Body> {
     guard::respond(StatusCode::OK, "text/html; charset=utf-8", body)
 }
@@ -112,13 +128,16 @@ pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
          <button type=\"button\" id=\"batch\">Review the selected drafts</button>",
         hidden = if drafts.is_empty() { "" } else { " hidden" },
     );
-    html(shell(
-        "Review — countersign",
-        "list",
-        "",
-        Some(&person.name),
-        &main,
-    ))
+    page(
+        review,
+        shell(
+            "Review — countersign",
+            "list",
+            "",
+            Some(&person.name),
+            &main,
+        ),
+    )
 }
 
 /// `12s`, `3m`, `2h`, `1d`.
@@ -325,9 +344,15 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
         _ => String::new(),
     };
     let actions = if d.state.is_open() {
-        "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
+        if review.is_development() {
+            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
+             (development mode: unsigned)</button><label>Reason <input id=\"reason\"></label>\
+             <button type=\"button\" id=\"reject\">Reject</button></div>"
+        } else {
+            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
          with your passkey</button><label>Reason <input id=\"reason\"></label>\
          <button type=\"button\" id=\"reject\">Reject</button></div>"
+        }
     } else {
         ""
     };
@@ -337,13 +362,16 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
         esc(&d.revision.to_hex())
     );
     let main = format!("<p><a href=\"/review\">← all drafts</a></p>{body}{actions}{form}");
-    html(shell(
-        "Draft — countersign",
-        "draft",
-        &data,
-        Some(&person.name),
-        &main,
-    ))
+    page(
+        review,
+        shell(
+            "Draft — countersign",
+            "draft",
+            &data,
+            Some(&person.name),
+            &main,
+        ),
+    )
 }
 
 /// `GET /review/batch?d=ID&d=ID…`: every selected draft in full, approved by one statement.
@@ -377,13 +405,16 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Resp
          revisions with your passkey</button></div>",
         ids.len()
     );
-    html(shell(
-        "Batch — countersign",
-        "batch",
-        "",
-        Some(&person.name),
-        &main,
-    ))
+    page(
+        review,
+        shell(
+            "Batch — countersign",
+            "batch",
+            "",
+            Some(&person.name),
+            &main,
+        ),
+    )
 }
 
 #[cfg(test)]
