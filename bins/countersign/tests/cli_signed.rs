@@ -11,13 +11,7 @@ fn a_signed_approval_executes_once_and_an_unsigned_one_is_refused() {
     let env = Env::new(TOOL, &[("alice", None)]);
     let d = env.propose(r#"{"title":"hello"}"#, None);
     let unsigned = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
-    assert_eq!(
-        unsigned.status.code(),
-        Some(1),
-        "{}",
-        signed::stderr(&unsigned)
-    );
-    assert!(signed::stderr(&unsigned).contains("SIGNATURE_INVALID"));
+    signed::assert_refused(&unsigned, "SIGNATURE_INVALID");
     assert_eq!(
         env.execute(&d, "op-1").unwrap_err().code().as_str(),
         "APPROVAL_REQUIRED"
@@ -196,13 +190,7 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
             "OUTCOME_UNKNOWN"
         );
         let unsigned = env.run(&["resolve", d.id.as_str(), finding, "--yes"]);
-        assert_eq!(
-            unsigned.status.code(),
-            Some(1),
-            "{}",
-            signed::stderr(&unsigned)
-        );
-        assert!(signed::stderr(&unsigned).contains("SIGNATURE_INVALID"));
+        signed::assert_refused(&unsigned, "SIGNATURE_INVALID");
         let key = format!("ssh:{}", env.key("alice").path.display());
         let out = env.run(&["resolve", d.id.as_str(), finding, "--sign", &key, "--yes"]);
         assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));

@@ -309,3 +309,9 @@ pub(crate) fn stdout(o: &Output) -> String {
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The command said no (exit 1) with `code` on stderr.
+pub(crate) fn assert_refused(out: &Output, code: &str) {
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
+    assert!(stderr(out).contains(code), "{}", stderr(out));
+}

@@ -85,24 +85,15 @@ impl Assertion {
     /// # Errors
     /// `SIGNATURE_INVALID` for anything else.
     pub fn from_text(text: &str) -> Result<Self> {
-        let limits = Limits {
-            max_depth: 2,
-            max_size: 64 * 1024,
-        };
-        let Ok(Value::Object(o)) =
-            countersign_canon::parse(text.as_bytes(), Profile::CountersignV1, &limits)
-        else {
-            return Err(malformed("the passkey assertion is not a JSON object"));
-        };
+        let o = flat_object(
+            text,
+            64 * 1024,
+            "the passkey assertion is not a JSON object",
+        )?;
         if o.len() != 4 {
             return Err(malformed("the passkey assertion has unexpected members"));
         }
-        let field = |name: &str| {
-            o.get(name)
-                .and_then(Value::as_str)
-                .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
-                .ok_or(malformed("a passkey assertion field is not base64url"))
-        };
+        let field = |name| b64_member(&o, name, "a passkey assertion field is not base64url");
         Ok(Assertion {
             credential_id: field("id")?,
             client_data_json: field("clientDataJSON")?,
@@ -393,21 +384,8 @@ pub fn passkey_text(passkey: &Passkey) -> String {
 /// # Errors
 /// `SIGNATURE_INVALID`.
 pub fn passkey_from_text(text: &str) -> Result<Passkey> {
-    let limits = Limits {
-        max_depth: 2,
-        max_size: 16 * 1024,
-    };
-    let Ok(Value::Object(o)) =
-        countersign_canon::parse(text.as_bytes(), Profile::CountersignV1, &limits)
-    else {
-        return Err(malformed("the passkey is not a JSON object"));
-    };
-    let b = |name: &str| {
-        o.get(name)
-            .and_then(Value::as_str)
-            .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
-            .ok_or(malformed("a passkey field is not base64url"))
-    };
+    let o = flat_object(text, 16 * 1024, "the passkey is not a JSON object")?;
+    let b = |name| b64_member(&o, name, "a passkey field is not base64url");
     Ok(Passkey {
         id: b("id")?,
         key: b("key")?,
@@ -417,6 +395,26 @@ pub fn passkey_from_text(text: &str) -> Result<Passkey> {
             .ok_or(malformed("the passkey has no origin"))?
             .to_owned(),
     })
+}
+
+/// The one-level JSON object the stored forms are, or `why`.
+fn flat_object(text: &str, max_size: usize, why: &'static str) -> Result<Object> {
+    let limits = Limits {
+        max_depth: 2,
+        max_size,
+    };
+    match countersign_canon::parse(text.as_bytes(), Profile::CountersignV1, &limits) {
+        Ok(Value::Object(o)) => Ok(o),
+        _ => Err(malformed(why)),
+    }
+}
+
+/// The bytes of the base64url member `name`, or `why`.
+fn b64_member(o: &Object, name: &str, why: &'static str) -> Result<Vec<u8>> {
+    o.get(name)
+        .and_then(Value::as_str)
+        .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
+        .ok_or(malformed(why))
 }
 
 #[cfg(test)]
