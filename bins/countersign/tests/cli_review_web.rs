@@ -4,7 +4,7 @@
 
 mod review_web;
 
-use review_web::{Env, signed_in};
+use review_web::{Chrome, Env, OnReview, have_chromium, one_at_a_time, rt, signed_in};
 
 const POST: &str = r#"{"title":"Quarterly results","body":"Revenue grew.","visibility":"public"}"#;
 
@@ -218,4 +218,105 @@ fn cross_origin_posts_and_bearer_tokens_are_refused() {
     assert_eq!(env.raw(&bearer), 403);
     let rebound = "GET /review/login HTTP/1.1\r\nHost: evil.test\r\nConnection: close\r\n\r\n";
     assert_eq!(env.raw(rebound), 403);
+}
+
+#[test]
+fn an_origin_link_makes_one_passkey_that_signs_in() {
+    if !have_chromium() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let env = Env::new();
+    env.write_approvers("alice", "");
+    let review = env.start_review();
+    let link = env.enroll_link("bob");
+    rt().block_on(async {
+        let chrome = Chrome::launch().await;
+        chrome.goto(&link).await;
+        chrome.click("#enroll").await;
+        let status = chrome.status().await;
+        assert!(
+            status.starts_with("passkey made: add this line"),
+            "{status}"
+        );
+        let line = chrome
+            .js("document.getElementById('line').textContent")
+            .await;
+        let line = line.as_str().unwrap_or("").to_owned();
+        assert!(line.starts_with("passkeys = [{ id = \""), "{line}");
+        assert!(
+            line.contains(&format!("origin = \"{}\"", env.origin())),
+            "{line}"
+        );
+        // The link is spent: a second passkey made with it is refused.
+        chrome.goto(&link).await;
+        chrome.click("#enroll").await;
+        let again = chrome.status().await;
+        assert!(again.starts_with("TOKEN_REPLAYED"), "{again}");
+
+        // Once the line is in the approvers file, bob signs in with that passkey.
+        drop(review);
+        env.write_approvers("bob", &line);
+        let _review = env.start_review();
+        chrome.sign_in(&env.origin()).await;
+        let who = chrome
+            .js("document.querySelector('.who').textContent")
+            .await;
+        assert_eq!(who, "signed in as bob");
+        chrome.close().await;
+    });
+}
+
+#[test]
+fn an_origin_link_needs_token_keys_and_a_real_origin() {
+    let env = Env::new();
+    let (code, out, _) = env.cli(&[
+        "--json",
+        "approvers",
+        "enroll",
+        "bob",
+        "--origin",
+        "https://Review.Example/review",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let json: serde_json::Value = serde_json::from_str(&out).expect("json");
+    assert_eq!(json["origin"], "https://review.example");
+    assert!(
+        json["link"]
+            .as_str()
+            .is_some_and(|l| l.starts_with("https://review.example/review/enroll?name=bob&t=cs1.")),
+        "{json}"
+    );
+    assert!(json["expires_at"].as_i64().is_some(), "{json}");
+
+    let (code, _, err) = env.cli(&[
+        "approvers",
+        "enroll",
+        "bob",
+        "--origin",
+        "http://review.example",
+    ]);
+    assert_eq!(code, 2, "plain HTTP off loopback: {err}");
+    assert!(err.contains("error[INVALID_ARGUMENT]"), "{err}");
+    let (code, _, err) = env.cli(&[
+        "approvers",
+        "enroll",
+        "bob",
+        "--origin",
+        "https://review.example",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    assert_eq!(code, 2, "--origin and --listen together: {err}");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["--store", "memory:", "approvers", "enroll", "bob"])
+        .args(["--origin", "https://review.example"])
+        .env("COUNTERSIGN_HOME", env.home())
+        .env_remove("COUNTERSIGN_TOKEN_SECRET")
+        .env_remove("COUNTERSIGN_KEYS")
+        .output()
+        .expect("countersign");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "no token keys: {err}");
 }

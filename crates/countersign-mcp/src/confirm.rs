@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 /// The token machinery of confirm mode: keys, settings and the ledger that consumes tokens.
 #[derive(Debug, Clone)]
 pub struct Confirmer {
+    keyring: Arc<Keyring>,
     signer: Signer,
     verifier: Verifier,
     ledger: Ledger,
@@ -46,9 +47,20 @@ impl Confirmer {
         let map = |e: countersign_token::Error| Error::Config(e.to_string());
         Ok(Confirmer {
             signer: Signer::new(keyring.clone(), config.clone()).map_err(map)?,
-            verifier: Verifier::new(keyring, config).map_err(map)?,
+            verifier: Verifier::new(keyring.clone(), config).map_err(map)?,
+            keyring,
             ledger,
         })
+    }
+
+    /// The token keys.
+    pub fn keyring(&self) -> &Arc<Keyring> {
+        &self.keyring
+    }
+
+    /// The ledger tokens are spent in.
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// Reads which step a call asks for from its control members.

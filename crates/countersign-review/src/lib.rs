@@ -27,6 +27,8 @@ mod api;
 mod development_tests;
 pub mod enroll;
 pub mod guard;
+#[cfg(test)]
+mod link_tests;
 mod pages;
 mod serve;
 mod session;
@@ -65,6 +67,7 @@ pub struct Review {
     sessions: Arc<Sessions>,
     loopback_only: bool,
     development: bool,
+    links: Option<Arc<enroll::link::Links>>,
 }
 
 impl std::fmt::Debug for Review {
@@ -72,6 +75,7 @@ impl std::fmt::Debug for Review {
         f.debug_struct("Review")
             .field("loopback_only", &self.loopback_only)
             .field("development", &self.development)
+            .field("enroll_links", &self.links.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -94,7 +98,15 @@ impl Review {
             sessions: Arc::new(Sessions::default()),
             loopback_only: false,
             development: false,
+            links: None,
         }
+    }
+
+    /// Opens one-time enrollment links (`countersign approvers enroll NAME --origin URL`) at
+    /// `/review/enroll`; without this that path answers 404.
+    pub fn with_enroll_links(mut self, links: enroll::link::Links) -> Self {
+        self.links = Some(Arc::new(links));
+        self
     }
 
     /// Development-only approvals, for trying the demo on one's own machine: the page says so
@@ -186,6 +198,20 @@ impl Review {
             (["login"], true, _) => return pages::login(),
             (["login", "challenge"], _, true) => return api::login_challenge(self),
             (["login"], _, true) => return api::login(self, &call),
+            (["enroll"], _, _) => {
+                return match (&self.links, get, post) {
+                    (Some(links), true, _) => links.page(&call.origin, &call.query),
+                    (Some(links), _, true) => {
+                        links.register(&call.origin, &call.query, &call.body).await
+                    }
+                    (Some(_), _, _) => not_found(),
+                    (None, _, _) => guard::error(
+                        StatusCode::NOT_FOUND,
+                        "NOT_FOUND",
+                        "this server opens no enrollment links: it has no token keys",
+                    ),
+                };
+            }
             _ => {}
         }
         let person = if self.development {

@@ -3,8 +3,11 @@
 //!
 //! Each part that needs a library crate sits behind a feature of that name, so a suite builds
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
-//! suite) and `mcp` (a fake MCP server). `timing`, `ssh` (keys made by `ssh-keygen`) and [`require_env`] need nothing.
+//! suite), `mcp` (a fake MCP server) and `browser` (headless Chromium with a virtual passkey
+//! authenticator). `timing`, `ssh` (keys made by `ssh-keygen`) and [`require_env`] need nothing.
 
+#[cfg(feature = "browser")]
+pub mod browser;
 #[cfg(feature = "gate")]
 pub mod gate;
 #[cfg(feature = "mcp")]

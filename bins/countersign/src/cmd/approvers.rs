@@ -14,14 +14,22 @@ pub(crate) enum ApproversCommand {
     Check,
     /// List approvers with their tenants and key fingerprints.
     List,
-    /// Make a passkey for NAME on a one-time loopback page and print the approvers-file line.
+    /// Make a passkey for NAME and get the approvers-file line: on a one-time loopback page
+    /// (printed here), or with --origin through a one-time link to a served review page (shown
+    /// there).
     Enroll {
         /// The approver's name.
         name: String,
         /// The loopback address of the page; the passkey works on this origin only, so use the
         /// address `review --web` will serve (default: any free port).
-        #[arg(long, value_name = "ADDR", default_value = super::web::DEFAULT_ADDR)]
+        #[arg(long, value_name = "ADDR", default_value = super::web::DEFAULT_ADDR, conflicts_with = "origin")]
         listen: String,
+        /// A served review page's origin (https://review.example): print a link to
+        /// /review/enroll there, valid 15 minutes and usable once, minted with the token keys
+        /// (--keys or COUNTERSIGN_TOKEN_SECRET) and bound to the replay ledger (--store) the
+        /// servers use.
+        #[arg(long, value_name = "URL")]
+        origin: Option<String>,
     },
     /// Print approvers-file TOML made from a git-style allowed_signers file.
     Import {
@@ -84,7 +92,12 @@ pub(crate) fn run(ctx: &Ctx, command: ApproversCommand) -> Result<Report, Failur
                 exit: 0,
             })
         }
-        ApproversCommand::Enroll { name, listen } => super::web::enroll(&name, &listen),
+        ApproversCommand::Enroll {
+            name,
+            origin: Some(origin),
+            ..
+        } => super::web::enroll_link(ctx, &name, &origin),
+        ApproversCommand::Enroll { name, listen, .. } => super::web::enroll(&name, &listen),
         ApproversCommand::Import { file } => {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 Failure::environment("IO_ERROR", format!("cannot read {}: {e}", file.display()))

@@ -5,11 +5,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use countersign_review::enroll::link::{self, Links, Origin};
 use countersign_review::enroll::{Enrollment, approvers_line};
-use countersign_review::serve_loopback;
+use countersign_review::{LoopbackServer, Review};
 
 use super::gate::{load_policy, open_gate};
 use super::ledger::{block_on, open as open_ledger, store_url};
+use super::token::{failure as token_failure, load_keyring};
 use crate::output::{Ctx, Failure, Report};
 
 /// How long the enrollment page waits for a passkey.
@@ -44,8 +46,14 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
     block_on(async {
         let gate = open_gate(ctx, load_policy(ctx)?).await?;
         let ledger = open_ledger(&store_url(ctx)?).await?;
-        let gate = Arc::new(gate.with_ledger(ledger));
-        let server = serve_loopback(addr, gate)
+        let gate = Arc::new(gate.with_ledger(ledger.clone()));
+        let mut review = Review::new(gate);
+        // With token keys the page also opens `approvers enroll --origin` links.
+        if ctx.keys.is_some() || std::env::var_os("COUNTERSIGN_TOKEN_SECRET").is_some() {
+            let links = Links::new(load_keyring(ctx)?, ledger).map_err(token_failure)?;
+            review = review.with_enroll_links(links);
+        }
+        let server = LoopbackServer::bind(addr, review)
             .await
             .map_err(|e| io_failure(&e))?;
         eprintln!("review page: {}", server.url());
@@ -72,4 +80,28 @@ pub(crate) fn enroll(name: &str, listen: &str) -> Result<Report, Failure> {
             serde_json::json!({ "name": name, "line": line, "origin": passkey.origin }),
         ))
     })?
+}
+
+/// `countersign approvers enroll NAME --origin URL`: a one-time link to a served page.
+pub(crate) fn enroll_link(ctx: &Ctx, name: &str, origin: &str) -> Result<Report, Failure> {
+    let origin =
+        Origin::parse(origin).map_err(|e| Failure::invalid("INVALID_ARGUMENT", e.to_string()))?;
+    let keyring = load_keyring(ctx)?;
+    let ledger = block_on(async { open_ledger(&store_url(ctx)?).await })??;
+    let now = countersign_replay::now_unix_ms() / 1000;
+    let minted = link::mint(keyring, ledger.id().as_str(), &origin, name, now)
+        .map_err(|e| Failure::invalid(e.code().as_str(), e.to_string()))?;
+    eprintln!(
+        "open this link on the device that will hold {name}'s passkey, within 15 minutes; \
+         it works once, and the page shows the line to add to the approvers file"
+    );
+    Ok(Report::text(
+        minted.url.clone(),
+        serde_json::json!({
+            "name": name,
+            "link": minted.url,
+            "origin": minted.origin.as_str(),
+            "expires_at": minted.expires_at,
+        }),
+    ))
 }

@@ -6,39 +6,25 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use chromiumoxide::browser::{Browser, BrowserConfig};
-use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
-    VirtualAuthenticatorOptions,
-};
-use chromiumoxide::page::{Page, ScreenshotParams};
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::Approvers;
 use countersign_gate::audit::Anchor;
 use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Policy, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
-use futures_util::StreamExt;
+pub(crate) use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
 
-pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
+/// The token secret the page and the command share, so links minted by one open on the other.
+pub(crate) const SECRET: &str = "6a6b6c6d6e6f707172737475767778797a7b7c7d7e7f80818283848586878889";
 
 /// The tool every test gates.
 pub(crate) const POLICY: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\n\
     risk = \"external_side_effect\"\nfields = { \"/notes\" = \"hidden\" }\n";
-
-/// False (after saying so) when there is no browser to drive.
-pub(crate) fn have_chromium() -> bool {
-    let here = Path::new(CHROMIUM).exists();
-    if !here {
-        println!("skipped: chromium not installed");
-    }
-    here
-}
 
 /// Runs `test` signed in as `alice`: a browser with a virtual authenticator, a passkey made on
 /// the enroll page and listed in the approvers file, and `review --web` serving the store.
@@ -55,13 +41,6 @@ pub(crate) fn signed_in(test: impl AsyncFnOnce(&Env, &Chrome)) {
         test(&env, &chrome).await;
         chrome.close().await;
     });
-}
-
-/// Browser tests share two cores with everything else: one at a time.
-pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A child process killed when dropped.
@@ -120,6 +99,8 @@ impl Env {
             .arg(format!("sqlite:{}", self.db().display()))
             .env("COUNTERSIGN_APPROVERS", self.approvers())
             .env("COUNTERSIGN_HOME", self.home())
+            .env("COUNTERSIGN_TOKEN_SECRET", SECRET)
+            .env_remove("COUNTERSIGN_KEYS")
             .env_remove("COUNTERSIGN_STORE")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -142,6 +123,28 @@ impl Env {
             .unwrap_or_else(|| panic!("no URL in {line:?}"))
             .to_owned();
         (Running(child), url)
+    }
+
+    /// `countersign ARGS…` run to the end: exit status, stdout, stderr.
+    pub(crate) fn cli(&self, args: &[&str]) -> (i32, String, String) {
+        let out = self.command().args(args).output().expect("countersign");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// The one-time link `approvers enroll NAME --origin` prints for this test's page.
+    pub(crate) fn enroll_link(&self, name: &str) -> String {
+        let (code, out, err) = self.cli(&["approvers", "enroll", name, "--origin", &self.origin()]);
+        assert_eq!(code, 0, "enroll --origin: {err}");
+        let link = out.trim().to_owned();
+        assert!(
+            link.starts_with(&format!("{}/review/enroll?name=", self.origin())),
+            "{link}"
+        );
+        link
     }
 
     /// Writes the approvers file with `name` and the passkey line `enroll` printed.
@@ -276,146 +279,24 @@ pub(crate) fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// A headless Chromium with one page that holds a virtual passkey authenticator.
-pub(crate) struct Chrome {
-    pub(crate) browser: Browser,
-    pub(crate) page: Page,
-    _profile: tempfile::TempDir,
+/// What the tests do on the review page beyond driving the browser.
+pub(crate) trait OnReview {
+    /// Opens the draft's page.
+    async fn open(&self, env: &Env, d: &Draft);
+    /// Enrolls a passkey on `env`'s enroll page, writes the approvers file, starts the review
+    /// page and signs in; returns the review process.
+    async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running;
+    /// Signs in on the page at `origin` with a passkey already listed.
+    async fn sign_in(&self, origin: &str);
 }
 
-impl Chrome {
-    pub(crate) async fn launch() -> Chrome {
-        let profile = tempfile::tempdir().expect("profile");
-        let config = BrowserConfig::builder()
-            .chrome_executable(CHROMIUM)
-            .no_sandbox()
-            .new_headless_mode()
-            .user_data_dir(profile.path())
-            .window_size(1280, 1000)
-            .arg("--disable-gpu")
-            .arg("--disable-dev-shm-usage")
-            .launch_timeout(Duration::from_secs(30))
-            .build()
-            .expect("browser config");
-        let (browser, mut handler) = Browser::launch(config).await.expect("launch chromium");
-        tokio::spawn(async move { while handler.next().await.is_some() {} });
-        let page = browser.new_page("about:blank").await.expect("page");
-        page.execute(EnableParams::default())
-            .await
-            .expect("WebAuthn.enable");
-        let options = VirtualAuthenticatorOptions::builder()
-            .protocol(AuthenticatorProtocol::Ctap2)
-            .transport(AuthenticatorTransport::Internal)
-            .has_resident_key(true)
-            .has_user_verification(true)
-            .is_user_verified(true)
-            .build()
-            .expect("authenticator options");
-        page.execute(AddVirtualAuthenticatorParams::new(options))
-            .await
-            .expect("WebAuthn.addVirtualAuthenticator");
-        Chrome {
-            browser,
-            page,
-            _profile: profile,
-        }
-    }
-
-    pub(crate) async fn close(mut self) {
-        let _ = self.browser.close().await;
-        let _ = self.browser.wait().await;
-    }
-
-    pub(crate) async fn goto(&self, url: &str) {
-        self.page.goto(url).await.expect("goto");
-        self.page.wait_for_navigation().await.expect("navigation");
-    }
-
-    /// Opens the draft's page.
-    pub(crate) async fn open(&self, env: &Env, d: &Draft) {
+impl OnReview for Chrome {
+    async fn open(&self, env: &Env, d: &Draft) {
         self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
             .await;
     }
 
-    pub(crate) async fn click(&self, selector: &str) {
-        self.page
-            .find_element(selector)
-            .await
-            .unwrap_or_else(|e| panic!("no {selector}: {e}"))
-            .click()
-            .await
-            .expect("click");
-    }
-
-    /// Evaluates `expr` (promises awaited) and returns its JSON value.
-    pub(crate) async fn js(&self, expr: &str) -> serde_json::Value {
-        self.page
-            .evaluate(expr)
-            .await
-            .unwrap_or_else(|e| panic!("evaluate {expr}: {e}"))
-            .into_value()
-            .unwrap_or(serde_json::Value::Null)
-    }
-
-    /// Waits until `expr` is true.
-    pub(crate) async fn until(&self, expr: &str, what: &str) {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            // During a navigation the page has no context to evaluate in: not yet.
-            let now = match self.page.evaluate(expr).await {
-                Ok(v) => v.into_value().unwrap_or(serde_json::Value::Null),
-                Err(_) => serde_json::Value::Null,
-            };
-            if now == serde_json::Value::Bool(true) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("timed out waiting for {what}");
-    }
-
-    /// The status line once it says something final.
-    pub(crate) async fn status(&self) -> String {
-        self.until(
-            "(() => { const t = document.getElementById('status').textContent; \
-             return t !== '' && !t.startsWith('waiting'); })()",
-            "the status line",
-        )
-        .await;
-        self.js("document.getElementById('status').textContent")
-            .await
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    }
-
-    pub(crate) async fn path(&self) -> String {
-        self.js("location.pathname")
-            .await
-            .as_str()
-            .unwrap_or("")
-            .to_owned()
-    }
-
-    /// Saves a full-page screenshot under `target/review-screenshots/` and checks it is a PNG.
-    pub(crate) async fn screenshot(&self, name: &str) -> PathBuf {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/review-screenshots");
-        std::fs::create_dir_all(&dir).expect("screenshot dir");
-        let path = dir.join(format!("{name}.png"));
-        let png = self
-            .page
-            .screenshot(ScreenshotParams::builder().full_page(true).build())
-            .await
-            .expect("screenshot");
-        assert!(png.len() > 1000, "a screenshot of {} bytes", png.len());
-        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
-        std::fs::write(&path, &png).expect("write screenshot");
-        path
-    }
-
-    /// Enrolls a passkey on `env`'s enroll page, writes the approvers file, starts the review
-    /// page and signs in; returns the review process.
-    pub(crate) async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
+    async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
         let (mut enroll, url) = env.start_enroll(name);
         self.goto(&url).await;
         self.click("#enroll").await;
@@ -445,13 +326,17 @@ impl Chrome {
         );
         env.write_approvers(name, line);
         let review = env.start_review();
-        self.goto(&format!("{}/review/login", env.origin())).await;
+        self.sign_in(&env.origin()).await;
+        review
+    }
+
+    async fn sign_in(&self, origin: &str) {
+        self.goto(&format!("{origin}/review/login")).await;
         self.click("#signin").await;
         self.until(
             "location.pathname === '/review'",
             "the list page after sign-in",
         )
         .await;
-        review
     }
 }

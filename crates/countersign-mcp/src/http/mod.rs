@@ -230,6 +230,15 @@ impl HttpServer {
         if options.clients.is_none() {
             review = review.loopback_only();
         }
+        // Links minted with a key that dies with this process could never be opened.
+        if let Some(confirmer) = core.confirmer().filter(|c| !c.keyring().is_ephemeral()) {
+            let links = countersign_review::enroll::link::Links::new(
+                confirmer.keyring().clone(),
+                confirmer.ledger().clone(),
+            )
+            .map_err(|e| Error::Config(e.to_string()))?;
+            review = review.with_enroll_links(links);
+        }
         let page = move |request: Request| {
             let review = review.clone();
             async move { review.handle(request).await }

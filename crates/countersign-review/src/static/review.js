@@ -223,7 +223,7 @@ function enroll() {
       const cred = await navigator.credentials.create({
         publicKey: {
           challenge: b64u.dec(d.challenge),
-          rp: { id: d.rp, name: "countersign" },
+          rp: { id: location.hostname, name: "countersign" },
           user: { id: b64u.dec(d.user), name: d.name, displayName: d.name },
           pubKeyCredParams: [
             { type: "public-key", alg: -7 },
@@ -234,11 +234,19 @@ function enroll() {
           timeout: 120000,
         },
       });
-      await post(location.pathname, {
+      // A link's query carries what lets this page register; a loopback page has none.
+      const made = await post(location.pathname + location.search, {
         clientDataJSON: b64u.enc(cred.response.clientDataJSON),
         attestationObject: b64u.enc(cred.response.attestationObject),
       });
-      say("passkey made: the command prints the line for the approvers file", true);
+      if (location.search) {
+        const line = document.getElementById("line");
+        line.textContent = made.line;
+        line.hidden = false;
+        say("passkey made: add this line to the approvers file", true);
+      } else {
+        say("passkey made: the command prints the line for the approvers file", true);
+      }
     } catch (e) {
       fail(e);
     }

@@ -1,9 +1,19 @@
-//! `countersign approvers enroll NAME`: a one-time loopback page that makes a passkey and
-//! hands back the line to add to the approvers file.
+//! `countersign approvers enroll NAME`: a one-time page that makes a passkey and hands back
+//! the line to add to the approvers file.
 //!
-//! The page lives at a random path, answers its own origin only, and stops after the first
-//! passkey it registers. It writes nothing: the person (or whoever owns the approvers file)
-//! adds the printed line, so making a passkey never makes anyone an approver by itself.
+//! Two places, because a passkey works only on the origin it was made on:
+//!
+//! * **Loopback** ([`Enrollment`]): the command serves a page of its own at a random path,
+//!   answering its own origin only, and stops after the first passkey it registers. For people
+//!   who approve on this machine (`countersign review --web`).
+//! * **A served origin** ([`link`]): the command mints a one-time link to `/review/enroll` on the
+//!   review page people actually use (`countersign-mcp --http` behind `https://review.example`,
+//!   say); that page registers the passkey and shows the line.
+//!
+//! Either way nothing is written: the person (or whoever owns the approvers file) adds the
+//! line, so making a passkey never makes anyone an approver by itself.
+
+pub mod link;
 
 use std::convert::Infallible;
 use std::io;
@@ -31,8 +41,9 @@ use crate::{CSS, JS};
 
 /// How long the page's last answer is given to reach the browser.
 const ANSWER_GRACE: Duration = Duration::from_millis(300);
-/// The relying party a loopback page uses.
-const RP_ID: &str = "localhost";
+/// The host a loopback page is opened on (a passkey's relying party is a name, not an
+/// address).
+const LOOPBACK_HOST: &str = "localhost";
 
 /// A bound enrollment page for one name.
 #[derive(Debug)]
@@ -58,12 +69,7 @@ impl Enrollment {
     /// `InvalidInput` for a non-loopback address or an empty name; the bind error otherwise.
     pub async fn bind(addr: SocketAddr, name: &str) -> io::Result<Self> {
         check_loopback(addr)?;
-        if name.is_empty() || name.chars().any(char::is_control) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "the approver name is empty or holds control characters",
-            ));
-        }
+        check_name(name)?;
         let listener = TcpListener::bind(addr).await?;
         let port = listener.local_addr()?.port();
         let token = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 24]>());
@@ -72,7 +78,7 @@ impl Enrollment {
             state: Arc::new(State {
                 name: name.to_owned(),
                 path: format!("/review/enroll/{token}"),
-                origin: format!("http://{RP_ID}:{port}"),
+                origin: format!("http://{LOOPBACK_HOST}:{port}"),
                 challenge: rand::random(),
                 user_id: rand::random(),
                 done: Mutex::new(None),
@@ -176,47 +182,19 @@ where
 }
 
 fn page(state: &State) -> Response<Body> {
-    let data = format!(
-        " data-challenge=\"{}\" data-user=\"{}\" data-name=\"{}\" data-rp=\"{RP_ID}\"",
-        URL_SAFE_NO_PAD.encode(state.challenge),
-        URL_SAFE_NO_PAD.encode(state.user_id),
-        esc(&state.name)
-    );
-    let main = format!(
-        "<h1>Make a passkey for {}</h1><p>The passkey works on <code>{}</code> only. \
-         Nothing is written to the approvers file: the command prints the line to add.</p>\
-         <button type=\"button\" id=\"enroll\">Make a passkey</button>",
-        esc(&state.name),
-        esc(&state.origin)
-    );
-    guard::respond(
-        StatusCode::OK,
-        "text/html; charset=utf-8",
-        shell("Enroll — countersign", "enroll", &data, None, &main),
-    )
+    let ceremony = Ceremony {
+        name: &state.name,
+        origin: &state.origin,
+        challenge: &state.challenge,
+        user_id: &state.user_id,
+    };
+    ceremony.page("Nothing is written to the approvers file: the command prints the line to add.")
 }
 
 fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
-    let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(body) else {
-        return guard::error(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ARGUMENT",
-            "not a JSON object",
-        );
-    };
-    let field = |name: &str| {
-        o.get(name)
-            .and_then(serde_json::Value::as_str)
-            .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
-    };
-    let (Some(client_data), Some(attestation)) =
-        (field("clientDataJSON"), field("attestationObject"))
-    else {
-        return guard::error(
-            StatusCode::BAD_REQUEST,
-            "INVALID_ARGUMENT",
-            "clientDataJSON and attestationObject are needed, base64url",
-        );
+    let registration = match Registration::read(body) {
+        Ok(r) => r,
+        Err(message) => return unreadable(message),
     };
     let Ok(mut slot) = state.done.lock() else {
         return guard::error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "try again");
@@ -224,7 +202,7 @@ fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
     let Some(done) = slot.as_ref() else {
         return guard::error(StatusCode::GONE, "NOT_FOUND", "this page was used already");
     };
-    match webauthn::register(&client_data, &attestation, &state.challenge, origin) {
+    match registration.verify(&state.challenge, origin) {
         Ok(passkey) => {
             let line = approvers_line(&passkey);
             let _ = done.try_send(passkey);
@@ -233,4 +211,89 @@ fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
         }
         Err(e) => guard::error(StatusCode::BAD_REQUEST, e.code().as_str(), &e.to_string()),
     }
+}
+
+/// Refuses a name the approvers file could not hold on one line.
+pub(crate) fn check_name(name: &str) -> io::Result<()> {
+    if name.is_empty() || name.chars().any(char::is_control) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the approver name is empty or holds control characters",
+        ));
+    }
+    Ok(())
+}
+
+/// What the browser needs to make one passkey.
+pub(crate) struct Ceremony<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) origin: &'a str,
+    pub(crate) challenge: &'a [u8],
+    pub(crate) user_id: &'a [u8],
+}
+
+impl Ceremony<'_> {
+    /// The enrollment page; `after` says where the approvers-file line will appear.
+    pub(crate) fn page(&self, after: &str) -> Response<Body> {
+        let data = format!(
+            " data-challenge=\"{}\" data-user=\"{}\" data-name=\"{}\"",
+            URL_SAFE_NO_PAD.encode(self.challenge),
+            URL_SAFE_NO_PAD.encode(self.user_id),
+            esc(self.name),
+        );
+        let main = format!(
+            "<h1>Make a passkey for {}</h1><p>The passkey works on <code>{}</code> only. {}</p>\
+             <button type=\"button\" id=\"enroll\">Make a passkey</button>\
+             <pre id=\"line\" hidden></pre>",
+            esc(self.name),
+            esc(self.origin),
+            esc(after)
+        );
+        guard::respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            shell("Enroll — countersign", "enroll", &data, None, &main),
+        )
+    }
+}
+
+/// The two parts of a registration the page posts.
+pub(crate) struct Registration {
+    pub(crate) client_data: Vec<u8>,
+    pub(crate) attestation: Vec<u8>,
+}
+
+impl Registration {
+    /// Reads the page's JSON; the error is the message of a 400 answer.
+    pub(crate) fn read(body: &[u8]) -> Result<Registration, &'static str> {
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(body) else {
+            return Err("not a JSON object");
+        };
+        let field = |name: &str| {
+            o.get(name)
+                .and_then(serde_json::Value::as_str)
+                .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
+        };
+        match (field("clientDataJSON"), field("attestationObject")) {
+            (Some(client_data), Some(attestation)) => Ok(Registration {
+                client_data,
+                attestation,
+            }),
+            _ => Err("clientDataJSON and attestationObject are needed, base64url"),
+        }
+    }
+
+    /// Verifies the new passkey against `challenge` on `origin`.
+    pub(crate) fn verify(
+        &self,
+        challenge: &[u8],
+        origin: &str,
+    ) -> Result<Passkey, countersign_gate::Error> {
+        webauthn::register(&self.client_data, &self.attestation, challenge, origin)
+    }
+}
+
+/// The answer refusing a registration the page could not read.
+pub(crate) fn unreadable(message: &str) -> Response<Body> {
+    guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
 }

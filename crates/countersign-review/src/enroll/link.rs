@@ -1,0 +1,394 @@
+//! One-time enrollment links to `/review/enroll` on a served review page
+//! (`countersign approvers enroll NAME --origin URL`).
+//!
+//! A passkey made on the operator's loopback page would work on `http://localhost` only, so
+//! people who approve on `https://review.example` make theirs there. The operator's command
+//! mints the link; whichever replica serves the page opens it.
+//!
+//! The link carries a confirmation token (CONTRACT.md section 4) for the pseudo-action
+//! `countersign/enroll`, its arguments the approver's name and the origin, valid for fifteen
+//! minutes and bound to the replay ledger the servers share. So the link needs no new secret
+//! and no new table: it is unforgeable with the token keys the replicas already hold, it dies on
+//! its own, and the first passkey registered with it spends it on every replica at once.
+//!
+//! The page keeps nothing between showing the ceremony and registering its result: the
+//! WebAuthn challenge is a digest of the token, so an attestation made for one link is of no
+//! use with another, and the token is spent only once the attestation has verified — a failed
+//! attempt leaves the link usable until it expires.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_canon::{Object, Principal, Value, digest_framed};
+use countersign_replay::Ledger;
+use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier, danger};
+use hyper::{Response, StatusCode};
+
+use super::{Ceremony, Registration, approvers_line, check_name, unreadable};
+use crate::guard::{self, Body};
+use crate::pages::{esc, shell};
+
+/// How long a link can be opened.
+pub const LINK_TTL: Duration = Duration::from_secs(15 * 60);
+/// The path a link opens.
+pub const LINK_PATH: &str = "/review/enroll";
+/// The pseudo-action a link's token stands for; no MCP tool name holds a `/`.
+const TOKEN_TOOL: &str = "countersign/enroll";
+/// Making someone able to approve changes who may do what.
+const TOKEN_RISK: RiskClass = RiskClass::PermissionChange;
+/// Domain of the registration challenge derived from a link's token.
+const CHALLENGE_DOMAIN: &[u8] = b"countersign/v1/enroll-challenge";
+
+/// A review page's origin as a passkey sees it: `https://host[:port]`, or `http://` on a
+/// loopback name; no path, no default port, the host in lower case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin(String);
+
+impl Origin {
+    /// Reads an origin such as `https://review.example` (a trailing `/` or `/review` is
+    /// allowed, so the page's address can be pasted as it is).
+    ///
+    /// # Errors
+    /// `InvalidInput` for anything else, and for plain HTTP on a name that is not loopback: a
+    /// browser makes passkeys only in a secure context, and the page behind a non-loopback name
+    /// takes itself to be served over HTTPS.
+    pub fn parse(text: &str) -> io::Result<Origin> {
+        let bad = |why: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{text}` is not a review page's origin: {why}"),
+            )
+        };
+        let (scheme, rest) = text
+            .split_once("://")
+            .ok_or_else(|| bad("it needs https:// (or http:// on localhost)"))?;
+        let authority = ["/review/", "/review", "/"]
+            .iter()
+            .find_map(|tail| rest.strip_suffix(tail))
+            .unwrap_or(rest);
+        if authority.is_empty()
+            || !authority
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))
+        {
+            return Err(bad("it is scheme://host[:port], with no other path"));
+        }
+        let host = authority.to_ascii_lowercase();
+        let (name, port) = match host.rsplit_once(':') {
+            Some((name, port)) if !name.ends_with(':') && !port.contains(']') => {
+                let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
+                (name.to_owned(), Some(port))
+            }
+            _ => (host.clone(), None),
+        };
+        let loopback = guard::is_loopback_host(&host);
+        let default_port = match scheme {
+            "https" if !loopback => 443,
+            "http" if loopback => 80,
+            "https" | "http" => {
+                return Err(bad(
+                    "use https:// for a served page and http:// for localhost only",
+                ));
+            }
+            _ => return Err(bad("it needs https:// (or http:// on localhost)")),
+        };
+        if name.is_empty() {
+            return Err(bad("it has no host"));
+        }
+        Ok(Origin(match port {
+            Some(p) if p != default_port => format!("{scheme}://{name}:{p}"),
+            _ => format!("{scheme}://{name}"),
+        }))
+    }
+
+    /// The origin's text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A minted link.
+#[derive(Debug, Clone)]
+pub struct Link {
+    /// The address to open.
+    pub url: String,
+    /// The origin the passkey will be bound to.
+    pub origin: Origin,
+    /// When the link dies (Unix seconds).
+    pub expires_at: i64,
+}
+
+/// Mints a link for `name` on `origin`, with the keys the servers there verify tokens with and
+/// bound to their replay ledger `ledger_id`.
+///
+/// # Errors
+/// [`countersign_token::Error::Config`] for an empty or multi-line name or a clock out of
+/// range.
+pub fn mint(
+    keyring: Arc<Keyring>,
+    ledger_id: &str,
+    origin: &Origin,
+    name: &str,
+    now: i64,
+) -> Result<Link, countersign_token::Error> {
+    check_name(name).map_err(|e| countersign_token::Error::Config(e.to_string()))?;
+    let signer = Signer::new(keyring, config()?)?;
+    let args = bound(name, origin.as_str());
+    let minted = signer.mint(&binding(&args, &Principal::default()), now, Some(ledger_id))?;
+    let query = form_urlencoded::Serializer::new(String::new())
+        .append_pair("name", name)
+        .append_pair("t", &minted.token)
+        .finish();
+    Ok(Link {
+        url: format!("{origin}{LINK_PATH}?{query}"),
+        origin: origin.clone(),
+        expires_at: minted.expires_at(),
+    })
+}
+
+/// What a review page needs to open links: the servers' token keys and replay ledger.
+#[derive(Debug, Clone)]
+pub struct Links {
+    verifier: Verifier,
+    ledger: Ledger,
+}
+
+impl Links {
+    /// Links minted with `keyring`, spent in `ledger`.
+    ///
+    /// # Errors
+    /// As [`Verifier::new`].
+    pub fn new(keyring: Arc<Keyring>, ledger: Ledger) -> Result<Links, countersign_token::Error> {
+        Ok(Links {
+            verifier: Verifier::new(keyring, config()?)?,
+            ledger,
+        })
+    }
+
+    /// `GET /review/enroll?name=…&t=…` on `origin`: the ceremony, when the link is good here.
+    pub(crate) fn page(&self, origin: &str, query: &str) -> Response<Body> {
+        let opened = match self.open(origin, query) {
+            Ok(o) => o,
+            Err(refused) => return refused.page(),
+        };
+        let ceremony = Ceremony {
+            name: &opened.name,
+            origin,
+            challenge: &challenge(&opened.token),
+            user_id: &rand::random::<[u8; 16]>(),
+        };
+        ceremony.page("This link works once. The page shows the line to add to the approvers file; nothing is added by the server.")
+    }
+
+    /// `POST /review/enroll?name=…&t=…`: verifies the new passkey, then spends the link.
+    pub(crate) async fn register(&self, origin: &str, query: &str, body: &[u8]) -> Response<Body> {
+        let opened = match self.open(origin, query) {
+            Ok(o) => o,
+            Err(refused) => return refused.json(),
+        };
+        let registration = match Registration::read(body) {
+            Ok(r) => r,
+            Err(message) => return unreadable(message),
+        };
+        let passkey = match registration.verify(&challenge(&opened.token), origin) {
+            Ok(p) => p,
+            Err(e) => {
+                return guard::error(StatusCode::BAD_REQUEST, e.code().as_str(), &e.to_string());
+            }
+        };
+        let args = bound(&opened.name, origin);
+        let spent = self
+            .verifier
+            .verify(
+                &opened.token,
+                &binding(&args, &Principal::default()),
+                now(),
+                &self.ledger,
+            )
+            .await;
+        if let Err(e) = spent {
+            return Refused::token(&e).json();
+        }
+        tracing::info!(approver = %opened.name, %origin, "a passkey was made with an enrollment link");
+        guard::json(
+            StatusCode::OK,
+            &serde_json::json!({ "line": approvers_line(&passkey) }),
+        )
+    }
+
+    /// Reads the link's query and checks its token for this origin without spending it.
+    fn open(&self, origin: &str, query: &str) -> Result<Opened, Refused> {
+        let mut name = None;
+        let mut token = None;
+        for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+            let slot = match key.as_ref() {
+                "name" => &mut name,
+                "t" => &mut token,
+                _ => continue,
+            };
+            if slot.replace(value.into_owned()).is_some() {
+                return Err(Refused::malformed());
+            }
+        }
+        let (Some(name), Some(token)) = (name, token) else {
+            return Err(Refused::malformed());
+        };
+        let args = bound(&name, origin);
+        danger::verify_without_consuming(
+            &self.verifier,
+            &token,
+            &binding(&args, &Principal::default()),
+            now(),
+            Some(self.ledger.id().as_str()),
+        )
+        .map_err(|e| Refused::token(&e))?;
+        Ok(Opened { name, token })
+    }
+}
+
+/// A link whose token holds for this origin.
+struct Opened {
+    name: String,
+    token: String,
+}
+
+/// Why a link cannot be used, with its contract code.
+struct Refused {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl Refused {
+    fn malformed() -> Refused {
+        Refused {
+            status: StatusCode::BAD_REQUEST,
+            code: "INVALID_ARGUMENT",
+            message: "an enrollment link carries one name and one t".into(),
+        }
+    }
+
+    fn token(e: &countersign_token::Error) -> Refused {
+        use countersign_token::Error;
+        let (status, message) = match e {
+            Error::Replayed => (StatusCode::GONE, "this link was used already".to_owned()),
+            Error::Expired | Error::IssuedInFuture => (
+                StatusCode::GONE,
+                "this link has expired: links last 15 minutes".to_owned(),
+            ),
+            Error::BindingMismatch(_) => (
+                StatusCode::FORBIDDEN,
+                "this link was made for another name, origin or replay ledger".to_owned(),
+            ),
+            Error::StoreUnavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the replay ledger cannot be reached; try again".to_owned(),
+            ),
+            other => (
+                StatusCode::FORBIDDEN,
+                format!("this link was not made with this server's keys: {other}"),
+            ),
+        };
+        Refused {
+            status,
+            code: e.code().as_str(),
+            message,
+        }
+    }
+
+    fn json(&self) -> Response<Body> {
+        guard::error(self.status, self.code, &self.message)
+    }
+
+    fn page(&self) -> Response<Body> {
+        let main = format!(
+            "<h1>This link cannot be used</h1><p><code>{}</code>: {}.</p>\
+             <p>Ask for a new one: <code>countersign approvers enroll NAME --origin ORIGIN</code>.</p>",
+            self.code,
+            esc(&self.message)
+        );
+        guard::respond(
+            self.status,
+            "text/html; charset=utf-8",
+            shell("Enroll — countersign", "enroll-refused", "", None, &main),
+        )
+    }
+}
+
+fn config() -> Result<TokenConfig, countersign_token::Error> {
+    TokenConfig::new().with_ttl(LINK_TTL)
+}
+
+/// The arguments a link's token is bound to.
+fn bound(name: &str, origin: &str) -> Value {
+    let object: Object = [
+        ("approver".to_owned(), Value::String(name.to_owned())),
+        ("origin".to_owned(), Value::String(origin.to_owned())),
+    ]
+    .into_iter()
+    .collect();
+    Value::Object(object)
+}
+
+/// A link's token names no caller: the link itself is the authority.
+fn binding<'a>(args: &'a Value, nobody: &'a Principal) -> Binding<'a> {
+    Binding {
+        tool: TOKEN_TOOL,
+        risk: TOKEN_RISK,
+        args,
+        principal: nobody,
+    }
+}
+
+/// The registration challenge of a link: unique to it, and known only to who holds it.
+fn challenge(token: &str) -> [u8; 32] {
+    *digest_framed(CHALLENGE_DOMAIN, token.as_bytes()).as_bytes()
+}
+
+fn now() -> i64 {
+    countersign_replay::now_unix_ms() / 1000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_read_strictly_and_written_one_way() {
+        let ok = |t: &str| Origin::parse(t).map(|o| o.0).expect(t);
+        assert_eq!(ok("https://Review.Example"), "https://review.example");
+        assert_eq!(ok("https://review.example/"), "https://review.example");
+        assert_eq!(
+            ok("https://review.example/review"),
+            "https://review.example"
+        );
+        assert_eq!(ok("https://review.example:443"), "https://review.example");
+        assert_eq!(
+            ok("https://review.example:8443/"),
+            "https://review.example:8443"
+        );
+        assert_eq!(ok("http://localhost:8765"), "http://localhost:8765");
+        assert_eq!(ok("http://127.0.0.1:80"), "http://127.0.0.1");
+        assert_eq!(ok("http://[::1]:9"), "http://[::1]:9");
+        for bad in [
+            "review.example",
+            "http://review.example",
+            "https://localhost:1",
+            "ftp://review.example",
+            "https://",
+            "https://review.example/other",
+            "https://user@review.example",
+            "https://review.example?x=1",
+            "https://review.example:99999",
+        ] {
+            assert!(Origin::parse(bad).is_err(), "{bad} was accepted");
+        }
+    }
+}
