@@ -4,12 +4,15 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn mcp_bin() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_BIN_EXE_countersign-mcp"))
+use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
+
+fn mcp_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_countersign-mcp"))
 }
 
 /// Kills the server when the test ends, however it ends.
@@ -78,44 +81,83 @@ fn attribute<'a>(html: &'a str, name: &str) -> &'a str {
     &html[start..start + len]
 }
 
+/// A running `countersign-mcp --demo --web` in `home`: the server, its stderr lines, what was
+/// seen so far, and the port and path of the sample draft's page it printed.
+struct Demo {
+    _server: Server,
+    lines: mpsc::Receiver<String>,
+    seen: String,
+    port: u16,
+    path: String,
+}
+
+impl Demo {
+    fn start(home: &Path, out: &Path) -> Demo {
+        let child = Command::new(mcp_bin())
+            .args(["--demo", "--web", "127.0.0.1:0", "--out"])
+            .arg(out)
+            .env("COUNTERSIGN_HOME", home)
+            .env_remove("COUNTERSIGN_STORE")
+            .env_remove("COUNTERSIGN_APPROVERS")
+            .env_remove("COUNTERSIGN_KEYS")
+            .current_dir(home)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start");
+        let mut server = Server(child);
+        let stderr = server.0.stderr.take().expect("stderr");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen = String::new();
+        wait_for(&lines, "DEVELOPMENT MODE", &mut seen);
+        let line = wait_for(&lines, "/review/draft/", &mut seen);
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://localhost:"))
+            .expect("url");
+        let rest = url.strip_prefix("http://localhost:").expect("prefix");
+        let (port, path) = rest.split_once('/').expect("path");
+        Demo {
+            _server: server,
+            port: port.parse().expect("port"),
+            path: format!("/{path}"),
+            lines,
+            seen,
+        }
+    }
+
+    /// The file the demo says it published.
+    fn published(&mut self) -> PathBuf {
+        let line = wait_for(&self.lines, "published to", &mut self.seen);
+        PathBuf::from(line.rsplit("published to ").next().expect("path").trim())
+    }
+}
+
+/// The canonical bytes of the sample post: keys sorted, no whitespace, exactly as proposed.
+fn sample_post() -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "body": "This post was proposed by the sample agent and published only after a person approved this exact text.",
+        "notes": "a note for the reviewer: hidden fields are marked on the page",
+        "title": "Hello from countersign",
+        "visibility": "public",
+    }))
+    .expect("json")
+}
+
 #[test]
 fn approving_the_sample_post_in_development_mode_publishes_it_once() {
     let home = tempfile::tempdir().expect("tempdir");
     let out = home.path().join("out");
-    let child = Command::new(mcp_bin())
-        .args(["--demo", "--web", "127.0.0.1:0", "--out"])
-        .arg(&out)
-        .env("COUNTERSIGN_HOME", home.path())
-        .env_remove("COUNTERSIGN_STORE")
-        .env_remove("COUNTERSIGN_APPROVERS")
-        .env_remove("COUNTERSIGN_KEYS")
-        .current_dir(home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start");
-    let mut server = Server(child);
-    let stderr = server.0.stderr.take().expect("stderr");
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = String::new();
-    wait_for(&lines, "DEVELOPMENT MODE", &mut seen);
-    let line = wait_for(&lines, "/review/draft/", &mut seen);
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://localhost:"))
-        .expect("url");
-    let rest = url.strip_prefix("http://localhost:").expect("prefix");
-    let (port, path) = rest.split_once('/').expect("path");
-    let port: u16 = port.parse().expect("port");
-    let path = format!("/{path}");
+    let mut demo = Demo::start(home.path(), &out);
+    let (port, path) = (demo.port, demo.path.clone());
 
     // The page: the banner, the draft, an unsigned Approve.
     let (status, page) = request(port, "GET", &path, None);
@@ -143,22 +185,12 @@ fn approving_the_sample_post_in_development_mode_publishes_it_once() {
     let (status, answer) = request(port, "POST", &format!("{path}/approve"), Some(&body));
     assert_eq!(status, 200, "{answer}");
 
-    let line = wait_for(&lines, "published to", &mut seen);
-    let written = line.rsplit("published to ").next().expect("path").trim();
-    let written = std::path::PathBuf::from(written);
+    let written = demo.published();
     assert_eq!(written, out.join("hello-from-countersign.json"));
     let bytes = std::fs::read(&written).expect("the post");
-    // The canonical bytes: keys sorted, no whitespace, exactly the post proposed.
-    let expected = serde_json::to_vec(&serde_json::json!({
-        "body": "This post was proposed by the sample agent and published only after a person approved this exact text.",
-        "notes": "a note for the reviewer: hidden fields are marked on the page",
-        "title": "Hello from countersign",
-        "visibility": "public",
-    }))
-    .expect("json");
     assert_eq!(
         String::from_utf8_lossy(&bytes),
-        String::from_utf8_lossy(&expected)
+        String::from_utf8_lossy(&sample_post())
     );
     let files: Vec<_> = std::fs::read_dir(&out).expect("out").collect();
     assert_eq!(files.len(), 1, "published once");
@@ -185,4 +217,51 @@ fn the_web_demo_refuses_a_non_loopback_address() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a loopback address"), "{err}");
     assert!(!home.path().join("countersign.db").exists());
+}
+
+#[test]
+fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
+    if !have_chromium() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = home.path().join("out");
+    let mut demo = Demo::start(home.path(), &out);
+    let url = format!("http://localhost:{}{}", demo.port, demo.path);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let chrome = Chrome::launch().await;
+        chrome.goto(&url).await;
+        let shown = chrome.js("document.body.innerText").await;
+        let shown = shown.as_str().unwrap_or("");
+        assert!(shown.contains("DEVELOPMENT MODE"), "the banner: {shown}");
+        assert!(shown.contains("Hello from countersign"), "{shown}");
+        chrome.screenshot("demo-draft").await;
+        chrome.click("#approve").await;
+        let status = chrome.status().await;
+        assert!(status.starts_with("approved"), "{status}");
+        // Once the sample agent has run it, the open list has nothing left to decide.
+        chrome
+            .goto(&format!("http://localhost:{}/review", demo.port))
+            .await;
+        chrome
+            .until(
+                "document.querySelectorAll('tr[data-draft]').length === 0",
+                "an empty list",
+            )
+            .await;
+        chrome.close().await;
+    });
+    let written = demo.published();
+    assert_eq!(
+        std::fs::read(&written).expect("the post"),
+        sample_post(),
+        "the approved bytes were published"
+    );
+    assert_eq!(std::fs::read_dir(&out).expect("out").count(), 1);
 }

@@ -28,13 +28,13 @@ use crate::common::*;
 const REDIS_DB: u32 = 11;
 
 /// Fails the test instead of hanging it.
-async fn within<T>(secs: u64, what: &str, fut: impl Future<Output = T>) -> T {
+pub(crate) async fn within<T>(secs: u64, what: &str, fut: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(secs), fut)
         .await
         .unwrap_or_else(|_| panic!("timed out after {secs}s: {what}"))
 }
 
-fn postgres_url() -> Option<String> {
+pub(crate) fn postgres_url() -> Option<String> {
     require_env("COUNTERSIGN_TEST_POSTGRES")
 }
 
@@ -90,14 +90,14 @@ impl PgUrl {
 }
 
 /// A PostgreSQL database of the test's own, dropped (connections and all) when it goes.
-struct Database {
+pub(crate) struct Database {
     admin: String,
     name: String,
     server: PgUrl,
 }
 
 impl Database {
-    async fn create(admin: &str) -> Database {
+    pub(crate) async fn create(admin: &str) -> Database {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
@@ -116,7 +116,7 @@ impl Database {
     }
 
     /// The URL of this database, directly on the server.
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.server
             .to(&self.server.host, self.server.port, &self.name)
     }
@@ -170,15 +170,21 @@ fn redis_db_url(url: &str) -> String {
 }
 
 /// One `countersign-mcp --http` process.
-struct Replica {
+pub(crate) struct Replica {
     proc: HttpProc,
 }
 
 impl Replica {
     /// Starts `countersign-mcp --http 127.0.0.1:0 --store STORE ARGS…` with `home` and waits for
     /// the line naming the port it bound.
-    async fn start(home: &Home, store: &str, args: &[&str]) -> Replica {
-        let mut all = vec!["--http", "127.0.0.1:0", "--store", store];
+    pub(crate) async fn start(home: &Home, store: &str, args: &[&str]) -> Replica {
+        Replica::start_at(home, "127.0.0.1:0", store, args).await
+    }
+
+    /// As [`Replica::start`], on `addr` (a replica restarted on its address keeps its origin,
+    /// and the passkeys made there).
+    pub(crate) async fn start_at(home: &Home, addr: &str, store: &str, args: &[&str]) -> Replica {
+        let mut all = vec!["--http", addr, "--store", store];
         all.extend_from_slice(args);
         Replica {
             proc: home.http(&all).await,
@@ -186,7 +192,7 @@ impl Replica {
     }
 
     /// A new MCP session with this replica.
-    async fn client(&self) -> Client {
+    pub(crate) async fn client(&self) -> Client {
         let transport = StreamableHttpClientTransport::from_uri(self.proc.url());
         within(30, "MCP handshake over HTTP", ().serve(transport))
             .await
@@ -205,14 +211,14 @@ impl Replica {
     }
 
     /// SIGKILL, and reap it.
-    async fn kill(&mut self) {
+    pub(crate) async fn kill(&mut self) {
         self.proc.child.start_kill().expect("kill");
         within(10, "killed replica exits", self.proc.child.wait())
             .await
             .expect("wait");
     }
 
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         self.proc.logs()
     }
 }
@@ -222,7 +228,7 @@ async fn call_t(client: &Client, tool: &str, arguments: Value) -> rmcp::model::C
     within(60, tool, call(client, tool, arguments)).await
 }
 
-async fn execute_t(
+pub(crate) async fn execute_t(
     client: &Client,
     draft: &str,
     revision: &str,
@@ -236,7 +242,7 @@ async fn execute_t(
     .await
 }
 
-async fn propose_t(client: &Client, tool: &str, arguments: Value) -> (String, String) {
+pub(crate) async fn propose_t(client: &Client, tool: &str, arguments: Value) -> (String, String) {
     within(60, "propose", propose(client, tool, arguments)).await
 }
 
@@ -249,7 +255,7 @@ fn approve_on(home: &Home, store: &str, draft: &str, revision: &str) {
 }
 
 /// The posts the demo wrote.
-fn posts(out: &Path) -> Vec<String> {
+pub(crate) fn posts(out: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(out)
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -261,7 +267,7 @@ fn posts(out: &Path) -> Vec<String> {
     names
 }
 
-fn demo_args(out: &Path) -> Vec<String> {
+pub(crate) fn demo_args(out: &Path) -> Vec<String> {
     vec!["--demo".into(), "--out".into(), out.display().to_string()]
 }
 
@@ -273,11 +279,11 @@ fn upstream_args() -> Vec<String> {
     ]
 }
 
-fn strs(v: &[String]) -> Vec<&str> {
+pub(crate) fn strs(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
-fn post(title: &str) -> Value {
+pub(crate) fn post(title: &str) -> Value {
     json!({"title": title, "body": "shared store", "visibility": "public"})
 }
 
