@@ -93,8 +93,14 @@ impl Origin {
             }
             _ => return Err(bad("it needs https:// (or http:// on localhost)")),
         };
-        if name.is_empty() {
-            return Err(bad("it has no host"));
+        // A colon or bracket belongs only to a bracketed IPv6 address.
+        let plain = !name.is_empty() && !name.bytes().any(|b| b":[]".contains(&b));
+        let bracketed = name
+            .strip_prefix('[')
+            .and_then(|n| n.strip_suffix(']'))
+            .is_some_and(|n| n.parse::<std::net::Ipv6Addr>().is_ok());
+        if !plain && !bracketed {
+            return Err(bad("its host is not a name or an address"));
         }
         Ok(Origin(match port {
             Some(p) if p != default_port => format!("{scheme}://{name}:{p}"),
@@ -387,6 +393,10 @@ mod tests {
             "https://user@review.example",
             "https://review.example?x=1",
             "https://review.example:99999",
+            "https://revi:ew.example:443",
+            "https://[review.example]",
+            "https://review]:8",
+            "http://[::1",
         ] {
             assert!(Origin::parse(bad).is_err(), "{bad} was accepted");
         }
