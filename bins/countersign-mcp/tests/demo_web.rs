@@ -241,6 +241,20 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
         let shown = shown.as_str().unwrap_or("");
         assert!(shown.contains("DEVELOPMENT MODE"), "the banner: {shown}");
         assert!(shown.contains("Hello from countersign"), "{shown}");
+        // The definition the sample agent proposed against, checked against the envelope.
+        assert!(
+            shown.contains("the one the agent proposed against"),
+            "{shown}"
+        );
+        let tool = chrome
+            .js("document.querySelector('pre.tool').textContent")
+            .await;
+        assert!(
+            tool.as_str().is_some_and(
+                |t| t.contains("\"name\": \"publish_post\"") && t.contains("inputSchema")
+            ),
+            "{tool}"
+        );
         chrome.screenshot("demo-draft").await;
         chrome.click("#approve").await;
         let status = chrome.status().await;

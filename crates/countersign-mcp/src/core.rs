@@ -66,7 +66,7 @@ pub struct Countersign {
     /// How long a call waits for the person's answer to an elicitation.
     elicitation_timeout: Duration,
     /// The digests of the tool definitions seen last.
-    tool_digests: ToolDigests,
+    tool_digests: Arc<ToolDigests>,
     /// Announces new drafts to the policy's `notify` URLs.
     notifier: Notifier,
 }
@@ -93,7 +93,7 @@ impl Countersign {
             confirm,
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
-            tool_digests: ToolDigests::default(),
+            tool_digests: Arc::default(),
             notifier: Notifier::default(),
         })
     }
@@ -136,7 +136,7 @@ impl Countersign {
             confirm,
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
-            tool_digests: ToolDigests::default(),
+            tool_digests: Arc::default(),
             notifier: Notifier::default(),
         })
     }
@@ -192,6 +192,12 @@ impl Countersign {
     /// The digests of the tool definitions seen last.
     pub(crate) fn tool_digests(&self) -> &ToolDigests {
         &self.tool_digests
+    }
+
+    /// The definitions seen last, shared (the review page shows them beside drafts).
+    #[cfg(feature = "http")]
+    pub(crate) fn shared_tool_digests(&self) -> Arc<ToolDigests> {
+        self.tool_digests.clone()
     }
 
     /// The confirm-mode machinery, when configured.

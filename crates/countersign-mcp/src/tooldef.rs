@@ -21,6 +21,17 @@ use crate::error::{Error, Result};
 /// # Errors
 /// `INVALID_ARGUMENT` when the definition itself breaks the canonical rules.
 pub fn tool_digest(tool: &Tool) -> Result<Digest> {
+    let value = Value::from_json(&definition(tool)?, Profile::CountersignV1, &Limits::DEFAULT)
+        .map_err(|e| invalid_definition(&e.to_string()))?;
+    Ok(digest(Domain::Tool, &value.to_canonical_bytes()))
+}
+
+/// The object a tool's digest covers: `name`, `description`, `inputSchema` and `annotations`
+/// as the tool declares them (absent members omitted).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when the annotations cannot be written as JSON.
+pub fn definition(tool: &Tool) -> Result<serde_json::Value> {
     let mut object = serde_json::Map::new();
     object.insert("name".into(), tool.name.as_ref().into());
     if let Some(d) = &tool.description {
@@ -34,13 +45,7 @@ pub fn tool_digest(tool: &Tool) -> Result<Digest> {
         let a = serde_json::to_value(a).map_err(|e| invalid_definition(&e.to_string()))?;
         object.insert("annotations".into(), a);
     }
-    let value = Value::from_json(
-        &serde_json::Value::Object(object),
-        Profile::CountersignV1,
-        &Limits::DEFAULT,
-    )
-    .map_err(|e| invalid_definition(&e.to_string()))?;
-    Ok(digest(Domain::Tool, &value.to_canonical_bytes()))
+    Ok(serde_json::Value::Object(object))
 }
 
 /// How many definitions [`ToolDigests`] keeps before it starts over: far more tools than any
@@ -82,6 +87,20 @@ impl ToolDigests {
             seen.insert(tool.name.to_string(), (tool.clone(), digest));
         }
         Ok(digest)
+    }
+
+    /// The definition last seen under `name`, with its digest.
+    pub fn offered(&self, name: &str) -> Option<(Tool, Digest)> {
+        self.seen.lock().ok()?.get(name).cloned()
+    }
+}
+
+/// A review page served by this server shows the definitions it offers.
+#[cfg(feature = "http")]
+impl countersign_review::tools::ToolCatalog for ToolDigests {
+    fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)> {
+        let (tool, digest) = ToolDigests::offered(self, name)?;
+        Some((definition(&tool).ok()?, digest))
     }
 }
 

@@ -32,6 +32,7 @@ mod link_tests;
 mod pages;
 mod serve;
 mod session;
+pub mod tools;
 #[cfg(test)]
 mod weight_tests;
 
@@ -68,6 +69,7 @@ pub struct Review {
     loopback_only: bool,
     development: bool,
     links: Option<Arc<enroll::link::Links>>,
+    tools: Option<Arc<dyn tools::ToolCatalog>>,
 }
 
 impl std::fmt::Debug for Review {
@@ -76,6 +78,7 @@ impl std::fmt::Debug for Review {
             .field("loopback_only", &self.loopback_only)
             .field("development", &self.development)
             .field("enroll_links", &self.links.is_some())
+            .field("tools", &self.tools.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -99,7 +102,15 @@ impl Review {
             loopback_only: false,
             development: false,
             links: None,
+            tools: None,
         }
+    }
+
+    /// Shows each draft's tool definition from `catalog` (the MCP server's offered tools);
+    /// without it the page shows the definition's digest only.
+    pub fn with_tools(mut self, catalog: Arc<dyn tools::ToolCatalog>) -> Self {
+        self.tools = Some(catalog);
+        self
     }
 
     /// Opens one-time enrollment links (`countersign approvers enroll NAME --origin URL`) at

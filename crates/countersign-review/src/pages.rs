@@ -269,6 +269,7 @@ async fn section(review: &Review, d: &Draft) -> Result<String, Error> {
             diff(&old, &m)
         );
     }
+    out.push_str(&crate::tools::section(review.tools.as_deref(), d));
     let envelope = countersign_canon::show_escaped(&String::from_utf8_lossy(&d.canonical)).0;
     let _ = write!(
         out,

@@ -61,7 +61,7 @@ pub fn check_loopback(addr: SocketAddr) -> Result<()> {
 /// `INVALID_ARGUMENT` for a non-loopback address; `TRANSPORT_ERROR` when binding fails.
 pub async fn bind(addr: SocketAddr, core: &Countersign) -> Result<LoopbackServer> {
     check_loopback(addr)?;
-    let mut review = Review::new(core.shared_gate());
+    let mut review = Review::new(core.shared_gate()).with_tools(core.shared_tool_digests());
     if core.gate().approvers().is_none() {
         review = review
             .development_mode()

@@ -226,7 +226,8 @@ impl HttpServer {
             CheckLayer::new(BearerAuth::new(options.clients.clone())),
         );
         let front = Stack::new(front, CheckLayer::new(HostCheck::new(&hosts)));
-        let mut review = countersign_review::Review::new(core.shared_gate());
+        let mut review = countersign_review::Review::new(core.shared_gate())
+            .with_tools(core.shared_tool_digests());
         if options.clients.is_none() {
             review = review.loopback_only();
         }

@@ -1,0 +1,139 @@
+//! The tool definition a draft is bound to, shown beside it.
+//!
+//! The envelope names its tool by digest only (CONTRACT.md section 3), and the gate keeps no
+//! copy of the definition: the MCP server that offers the tool knows it. So a page served by
+//! that server is handed a [`ToolCatalog`] and shows the definition in full — what the agent
+//! was told the tool does — with a check that it is the one the draft's digest names. When the
+//! tool now offers another definition, the page says so: that draft can no longer run.
+
+use std::fmt::Write as _;
+
+use countersign_canon::Digest;
+use countersign_gate::Draft;
+
+use crate::pages::esc;
+
+/// Beyond this, a definition is shown cut (the digest still covers all of it).
+const SHOWN_CHARS: usize = 16 * 1024;
+
+/// The tool definitions a page can show: those the serving process offers now.
+pub trait ToolCatalog: Send + Sync {
+    /// The definition offered under `name`, as the object its `countersign/v1/tool` digest
+    /// covers (`name`, `description`, `inputSchema`, `annotations`), and that digest.
+    fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)>;
+}
+
+/// The `tool` member of the draft's envelope.
+fn bound_digest(d: &Draft) -> Option<String> {
+    let envelope: serde_json::Value = serde_json::from_slice(&d.canonical).ok()?;
+    envelope.get("tool")?.as_str().map(str::to_owned)
+}
+
+/// The "Tool definition" part of a draft's section.
+pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
+    let Some(bound) = bound_digest(d) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "<h3>Tool definition</h3><p>bound to <code class=\"tool-digest\">{}</code></p>",
+        esc(&bound)
+    );
+    match catalog.and_then(|c| c.offered(&d.action)) {
+        Some((definition, digest)) => {
+            if digest.to_hex() == bound {
+                out.push_str(
+                    "<p>The definition this server offers now, the one the agent proposed \
+                     against:</p>",
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "<p class=\"warn\">The tool now offers another definition (<code>{}</code>): \
+                     this draft was proposed against an older one and will not run \
+                     (<code>STALE_REVISION</code>). The definition offered now:</p>",
+                    esc(&digest.to_hex())
+                );
+            }
+            let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
+            let shown = match text.char_indices().nth(SHOWN_CHARS) {
+                Some((cut, _)) => format!("{}\n… ({} more bytes)", &text[..cut], text.len() - cut),
+                None => text,
+            };
+            let _ = write!(out, "<pre class=\"tool\">{}</pre>", esc(&shown));
+        }
+        None => out.push_str(
+            "<p>The definition is held by the MCP server that offers the tool; this page knows \
+             its digest only.</p>",
+        ),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use countersign_canon::{Domain, Principal, digest};
+    use countersign_gate::{Gate, MemoryStore, Policy, Proposal};
+
+    use super::*;
+
+    struct One(serde_json::Value, Digest);
+
+    impl ToolCatalog for One {
+        fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)> {
+            (name == "publish_post").then(|| (self.0.clone(), self.1))
+        }
+    }
+
+    async fn draft(tool: Digest) -> Draft {
+        let gate = Gate::new(
+            Arc::new(MemoryStore::new()),
+            Arc::new(
+                Policy::from_toml("[tools.\"publish_post\"]\nmode = \"approval\"\n")
+                    .expect("policy"),
+            ),
+        );
+        gate.propose(Proposal {
+            action: "publish_post",
+            args: br#"{"title":"Hi"}"#,
+            tool,
+            principal: Principal::default(),
+        })
+        .await
+        .expect("propose")
+    }
+
+    #[tokio::test]
+    async fn the_definition_is_shown_and_checked_against_the_envelope() {
+        let definition = serde_json::json!({
+            "name": "publish_post",
+            "description": "Publishes <b>a post</b> to the world",
+            "inputSchema": {"type": "object"},
+        });
+        let bound = digest(Domain::Tool, b"the definition proposed against");
+        let d = draft(bound).await;
+
+        let same = One(definition.clone(), bound);
+        let html = section(Some(&same), &d);
+        assert!(html.contains(&bound.to_hex()), "{html}");
+        assert!(
+            html.contains("the one the agent proposed against"),
+            "{html}"
+        );
+        assert!(
+            html.contains("Publishes &lt;b&gt;a post&lt;/b&gt;"),
+            "escaped: {html}"
+        );
+        assert!(!html.contains("class=\"warn\""), "{html}");
+
+        let changed = One(definition, digest(Domain::Tool, b"another definition"));
+        let html = section(Some(&changed), &d);
+        assert!(html.contains("class=\"warn\""), "{html}");
+        assert!(html.contains("STALE_REVISION"), "{html}");
+
+        let html = section(None, &d);
+        assert!(html.contains(&bound.to_hex()), "{html}");
+        assert!(html.contains("digest only"), "{html}");
+    }
+}
