@@ -13,14 +13,28 @@ use countersign_gate::Draft;
 
 use crate::pages::esc;
 
-/// Beyond this, a definition is shown cut (the digest still covers all of it).
-const SHOWN_CHARS: usize = 16 * 1024;
+/// Beyond this many bytes on the page a definition is shown cut (its digest still covers all of
+/// it), so the draft page keeps its weight budget whatever a tool declares.
+const SHOWN_BYTES: usize = 8 * 1024;
 
 /// The tool definitions a page can show: those the serving process offers now.
 pub trait ToolCatalog: Send + Sync {
     /// The definition offered under `name`, as the object its `countersign/v1/tool` digest
     /// covers (`name`, `description`, `inputSchema`, `annotations`), and that digest.
     fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)>;
+}
+
+/// At most `max` bytes of escaped HTML, never ending inside a character or an entity.
+fn cut(escaped: &str, max: usize) -> &str {
+    let mut end = max.min(escaped.len());
+    while !escaped.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &escaped[..end];
+    match head.rfind('&') {
+        Some(amp) if !head[amp..].contains(';') => &head[..amp],
+        _ => head,
+    }
 }
 
 /// The `tool` member of the draft's envelope.
@@ -55,11 +69,17 @@ pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
                 );
             }
             let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
-            let shown = match text.char_indices().nth(SHOWN_CHARS) {
-                Some((cut, _)) => format!("{}\n… ({} more bytes)", &text[..cut], text.len() - cut),
-                None => text,
-            };
-            let _ = write!(out, "<pre class=\"tool\">{}</pre>", esc(&shown));
+            let escaped = esc(&text);
+            let shown = cut(&escaped, SHOWN_BYTES);
+            let _ = write!(out, "<pre class=\"tool\">{shown}");
+            if shown.len() < escaped.len() {
+                let _ = write!(
+                    out,
+                    "\n… cut here: the definition is {} bytes long",
+                    text.len()
+                );
+            }
+            out.push_str("</pre>");
         }
         None => out.push_str(
             "<p>The definition is held by the MCP server that offers the tool; this page knows \
@@ -135,5 +155,13 @@ mod tests {
         let html = section(None, &d);
         assert!(html.contains(&bound.to_hex()), "{html}");
         assert!(html.contains("digest only"), "{html}");
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_character_or_an_entity() {
+        assert_eq!(cut("ab&quot;cd", 4), "ab");
+        assert_eq!(cut("ab&quot;cd", 8), "ab&quot;");
+        assert_eq!(cut("aé", 2), "a");
+        assert_eq!(cut("short", 100), "short");
     }
 }

@@ -57,6 +57,29 @@ async fn fetch(review: &Review, path: &str, cookie: &str) -> (usize, usize) {
     (body.len(), wire)
 }
 
+/// A tool whose definition holds 500 properties, each described with quotes and brackets.
+struct Huge;
+
+impl crate::tools::ToolCatalog for Huge {
+    fn offered(&self, _: &str) -> Option<(serde_json::Value, countersign_canon::Digest)> {
+        let properties: serde_json::Map<String, serde_json::Value> = (0..500)
+            .map(|i| {
+                let about = format!("the \"field\" <number> {i} & what it means");
+                (
+                    format!("field_{i}"),
+                    serde_json::json!({ "type": "string", "description": about }),
+                )
+            })
+            .collect();
+        let definition = serde_json::json!({
+            "name": "submit_form",
+            "description": "Submits the form.",
+            "inputSchema": { "type": "object", "properties": properties },
+        });
+        Some((definition, digest(Domain::Tool, b"{}")))
+    }
+}
+
 #[tokio::test]
 async fn the_draft_page_of_a_50_leaf_draft_weighs_at_most_50_kb() {
     let approvers = Approvers::from_toml("[[approver]]\nname = \"alice\"\n").expect("approvers");
@@ -80,7 +103,8 @@ async fn the_draft_page_of_a_50_leaf_draft_weighs_at_most_50_kb() {
         .for_each(|e| leaves += usize::from(e.pointer.starts_with("/args/")));
     assert_eq!(leaves, LEAVES);
 
-    let review = Review::new(Arc::new(gate));
+    // The worst case: the tool declares a definition far larger than any page should carry.
+    let review = Review::new(Arc::new(gate)).with_tools(Arc::new(Huge));
     let cookie = review.sessions.open(Person {
         name: "alice".into(),
     });
