@@ -111,7 +111,7 @@ async fn postgres_conforms(batched: bool) {
     };
     let schemas = std::sync::Mutex::new(Vec::new());
     run_all(|| {
-        let schema = format!("gate_test_{}", hex_suffix());
+        let schema = countersign_testkit::postgres::unique_schema("gate_test");
         schemas.lock().expect("lock").push(schema.clone());
         let url = url.clone();
         async move {
@@ -123,28 +123,7 @@ async fn postgres_conforms(batched: bool) {
     })
     .await;
     let schemas = schemas.lock().expect("lock").clone();
-    drop_schemas(&url, &schemas).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn drop_schemas(url: &str, schemas: &[String]) {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    for s in schemas {
-        client
-            .batch_execute(&format!("DROP SCHEMA \"{s}\" CASCADE"))
-            .await
-            .expect("drop schema");
+    for schema in &schemas {
+        countersign_testkit::postgres::drop_schema(&url, schema).await;
     }
-}
-
-#[cfg(feature = "postgres")]
-fn hex_suffix() -> String {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("{}_{nanos:08x}", std::process::id())
 }

@@ -132,17 +132,11 @@ async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
     let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let name = format!("gate_scope_{}_{nanos:08x}", std::process::id());
+    let name = countersign_testkit::postgres::unique_schema("gate_scope");
     let action = CountingAction::default();
     let store = PostgresStore::connect(&url, &name).await.expect("store");
     let (a, b) = before_upgrade(Arc::new(store), &action).await;
-    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
+    let client = countersign_testkit::postgres::client(&url).await;
     // Back to the previous layout: operations keyed by their id alone, no quota table.
     client
         .batch_execute(&format!(
@@ -157,8 +151,5 @@ async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
         .expect("write the previous layout");
     let store = PostgresStore::connect(&url, &name).await.expect("migrate");
     after_upgrade(Arc::new(store), &action, &a, &b).await;
-    client
-        .batch_execute(&format!("DROP SCHEMA \"{name}\" CASCADE"))
-        .await
-        .expect("drop schema");
+    countersign_testkit::postgres::drop_schema(&url, &name).await;
 }

@@ -11,6 +11,7 @@ use countersign_gate::store::postgres::PostgresStore;
 use countersign_gate::store::{Commit, GateStore, Snapshot, TxKeys};
 use countersign_gate::{Channel, Gate, OpStatus, Policy};
 use countersign_testkit::gate::{CountingAction, ManualClock, propose};
+use countersign_testkit::postgres::{drop_schema, unique_schema};
 
 /// No tool with a rate ceiling, so every transition may share a transaction; quotas the
 /// hundreds of proposals of one principal never reach.
@@ -26,23 +27,9 @@ mode = "approval"
 const T0: i64 = 1_767_225_600_000;
 
 async fn store(url: &str) -> (Arc<PostgresStore>, String) {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let schema = format!("gate_batch_{}_{nanos:08x}", std::process::id());
+    let schema = unique_schema("gate_batch");
     let store = PostgresStore::connect(url, &schema).await.expect("connect");
     (Arc::new(store), schema)
-}
-
-async fn drop_schema(url: &str, schema: &str) {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .expect("drop schema");
 }
 
 fn gate(store: Arc<PostgresStore>) -> Gate {

@@ -12,19 +12,10 @@ use countersign_testkit::gate::{ManualClock, gate, propose, state_moves_and_row_
 
 const T0: i64 = 1_764_000_000_000;
 
-fn schema(tag: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("gate_rows_{tag}_{}_{nanos:08x}", std::process::id())
-}
+use countersign_testkit::postgres::{client, drop_schema, unique_schema};
 
-async fn client(url: &str) -> tokio_postgres::Client {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    client
+fn schema(tag: &str) -> String {
+    unique_schema(&format!("gate_rows_{tag}"))
 }
 
 /// The state-move scenario through the shared (batched) transactions or through
@@ -38,11 +29,7 @@ async fn rows_round_trip(url: &str, batched: bool) {
     };
     let other = open().await;
     state_moves_and_row_changes(Arc::new(open().await), &other).await;
-    client(url)
-        .await
-        .batch_execute(&format!("DROP SCHEMA \"{name}\" CASCADE"))
-        .await
-        .expect("drop schema");
+    drop_schema(url, &name).await;
 }
 
 /// `len` letters and digits that compress poorly (the server would otherwise store a
@@ -103,7 +90,5 @@ async fn an_approval_does_not_write_a_large_envelope_again(url: &str) {
         grown < (BODY / 4) as u64,
         "approving a {BODY}-byte draft wrote {grown} bytes of WAL: the envelope was written again"
     );
-    wal.batch_execute(&format!("DROP SCHEMA \"{name}\" CASCADE"))
-        .await
-        .expect("drop schema");
+    drop_schema(url, &name).await;
 }

@@ -122,7 +122,7 @@ async fn postgres_keeps_signed_approvals() {
     let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
-    let schema = format!("gate_signed_{}", std::process::id());
+    let schema = countersign_testkit::postgres::unique_schema("gate_signed");
     let writer = Arc::new(PostgresStore::connect(&url, &schema).await.expect("store"));
     let reader = Arc::new(
         PostgresStore::connect(&url, &schema)
@@ -130,19 +130,7 @@ async fn postgres_keeps_signed_approvals() {
             .expect("replica"),
     );
     signed_round_trip(writer, reader).await;
-    drop_schema(&url, &schema).await;
-}
-
-#[cfg(feature = "postgres")]
-async fn drop_schema(url: &str, schema: &str) {
-    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-        .await
-        .expect("connect");
-    tokio::spawn(conn);
-    client
-        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
-        .await
-        .expect("drop");
+    countersign_testkit::postgres::drop_schema(&url, &schema).await;
 }
 
 /// The passkey counter rule on one store: first use, growth, a repeat or a step back refused,
@@ -196,8 +184,8 @@ async fn every_store_keeps_passkey_counters() {
     #[cfg(feature = "postgres")]
     if let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") {
         use countersign_gate::store::postgres::PostgresStore;
-        let schema = format!("gate_counters_{}", std::process::id());
+        let schema = countersign_testkit::postgres::unique_schema("gate_counters");
         counters(&PostgresStore::connect(&url, &schema).await.expect("store")).await;
-        drop_schema(&url, &schema).await;
+        countersign_testkit::postgres::drop_schema(&url, &schema).await;
     }
 }
