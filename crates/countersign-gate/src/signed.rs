@@ -12,7 +12,7 @@ use countersign_canon::Revision;
 use crate::approval::{Approvers, Checked, Kind, Outcome, Signature, allowed, check_signed};
 use crate::audit::AuditEvent;
 use crate::decide::{Approving, audit, decide_approve};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StoreFailure};
 use crate::gate::Gate;
 use crate::model::{Draft, DraftId, OpStatus};
 use crate::owner::Liveness;
@@ -75,7 +75,7 @@ impl Gate {
         let e = match outcome {
             Ok(countersign_replay::Consumption::Accepted) => return Ok(()),
             Ok(_) => Error::StatementReplayed,
-            Err(err) => Error::store(err),
+            Err(err) => Error::StoreUnavailable(StoreFailure::with_source(err.to_string(), err)),
         };
         self.refuse_audited(event.clone(), e, None).await
     }

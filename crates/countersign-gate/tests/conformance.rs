@@ -65,6 +65,13 @@ impl GateStore for RunsEveryStepTwice {
     async fn audit(&self) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
         self.0.audit().await
     }
+    async fn advance_passkey_counter(
+        &self,
+        credential: &[u8],
+        counter: u32,
+    ) -> countersign_gate::Result<bool> {
+        self.0.advance_passkey_counter(credential, counter).await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

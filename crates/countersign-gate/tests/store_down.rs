@@ -76,6 +76,16 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.audit().await
     }
+    async fn advance_passkey_counter(
+        &self,
+        credential: &[u8],
+        counter: u32,
+    ) -> Result<bool, Error> {
+        self.check()?;
+        self.inner
+            .advance_passkey_counter(credential, counter)
+            .await
+    }
 }
 
 #[tokio::test]

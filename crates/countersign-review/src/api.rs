@@ -280,10 +280,7 @@ pub(crate) async fn approve(
             return refusal(&e);
         }
     }
-    let signature = match Assertion::from_text(assertion) {
-        Ok(a) => Signature::WebAuthn(a.to_text()),
-        Err(e) => return refusal(&e),
-    };
+    let signature = Signature::WebAuthn(assertion.to_owned());
     match review.gate.approve_signed(&bytes, &signature).await {
         Ok(approvals) => {
             let done: Vec<Value> = parsed

@@ -118,14 +118,14 @@ pub fn check_signed(
     let not_listed = Error::ApproverNotAllowed {
         why: "the signing key is not in the approvers file",
     };
-    let (owner, key_text, counter) = match signature {
+    let (owner, key_text, counter, kept) = match signature {
         Signature::Ssh(armored) => {
             let key = sshsig::verify(statement, armored)?;
             let owner = approvers.by_ssh_key(&key).ok_or(not_listed)?;
             let text = key.to_openssh().map_err(|_| Error::SignatureInvalid {
                 why: "the signing key cannot be encoded",
             })?;
-            (owner, text, None)
+            (owner, text, None, signature.clone())
         }
         Signature::WebAuthn(text) => {
             let assertion = webauthn::Assertion::from_text(text)?;
@@ -135,7 +135,10 @@ pub fn check_signed(
             let verified =
                 webauthn::verify_assertion(passkey, &assertion, parsed.digest().as_bytes())?;
             let counter = Some((assertion.credential_id.clone(), verified.counter));
-            (owner, webauthn::passkey_text(passkey), counter)
+            // Kept in its one canonical spelling, the only one a receipt accepts: however the
+            // browser side spaced or ordered the JSON, the evidence verifies later.
+            let kept = Signature::WebAuthn(assertion.to_text());
+            (owner, webauthn::passkey_text(passkey), counter, kept)
         }
     };
     if owner.name() != parsed.approver() {
@@ -145,7 +148,7 @@ pub fn check_signed(
     }
     Ok(Checked {
         statement: parsed,
-        evidence: Evidence::from_parts(statement.to_vec(), signature.clone(), key_text),
+        evidence: Evidence::from_parts(statement.to_vec(), kept, key_text),
         counter,
     })
 }

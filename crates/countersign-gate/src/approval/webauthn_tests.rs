@@ -464,6 +464,21 @@ fn check_signed_accepts_a_passkey_assertion_only_for_its_approver() {
         }
     }
     let alice = Statement::new(Kind::Approval, "alice", vec![item], 1_000, 600).expect("s");
+    // Spaced JSON is accepted and kept in the canonical spelling receipts check.
+    let assertion = a.assert(&Ceremony {
+        challenge: alice.digest().as_bytes().to_vec(),
+        ..Ceremony::default()
+    });
+    let canonical = assertion.to_text();
+    let members: serde_json::Value = serde_json::from_str(&canonical).expect("json");
+    let spaced = serde_json::to_string_pretty(&members).expect("json");
+    assert_ne!(spaced, canonical);
+    let checked =
+        check_signed(&approvers, alice.bytes(), &Signature::WebAuthn(spaced)).expect("accepted");
+    assert_eq!(
+        checked.evidence.signature(),
+        &Signature::WebAuthn(canonical)
+    );
     let over_other = a.assert(&Ceremony::default());
     let signature = Signature::WebAuthn(over_other.to_text());
     assert!(check_signed(&approvers, alice.bytes(), &signature).is_err());

@@ -160,17 +160,14 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// Records that the passkey `credential` signed with `counter`, and says whether that
     /// counter moved on from the last one recorded: a counter that does not grow (other than
     /// 0 from an authenticator that keeps none) means a copy of the passkey signs elsewhere
-    /// (WebAuthn, "signature counter"). Atomic across processes. A store that cannot keep
-    /// counters refuses, so a passkey approval never goes unchecked.
+    /// (WebAuthn, "signature counter"). Atomic across processes.
+    ///
+    /// Required of every store, wrappers included: a default that refused would silently turn
+    /// off passkey approvals behind any store that forgot to forward it.
     ///
     /// # Errors
-    /// [`crate::Error::StoreUnavailable`]; `CONFIG_INVALID` for a store without counters.
-    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
-        let _ = (credential, counter);
-        Err(crate::Error::Config(
-            "this store keeps no passkey signature counters".into(),
-        ))
-    }
+    /// [`crate::Error::StoreUnavailable`].
+    async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool>;
 
     /// Whether the store can be reached now, for health probes: one cheap round trip. The
     /// default reads an operation that never exists, a real read on any backend.
