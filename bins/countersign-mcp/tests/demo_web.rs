@@ -196,8 +196,9 @@ fn approving_the_sample_post_in_development_mode_publishes_it_once() {
     assert_eq!(files.len(), 1, "published once");
 
     // Approving again changes nothing.
-    let (status, _) = request(port, "POST", &format!("{path}/approve"), Some(&body));
-    assert_ne!(status, 200);
+    let (status, answer) = request(port, "POST", &format!("{path}/approve"), Some(&body));
+    assert_eq!(status, 409, "{answer}");
+    assert!(answer.contains("DRAFT_NOT_EDITABLE"), "{answer}");
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(std::fs::read_dir(&out).expect("out").count(), 1);
 }

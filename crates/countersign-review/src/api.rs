@@ -17,7 +17,7 @@ use crate::{Call, Review, refusal, serves};
 /// touch their authenticator.
 const STATEMENT_VALIDITY_SECS: i64 = 300;
 /// At most this many drafts in one batch statement.
-const MAX_BATCH: usize = 50;
+pub(crate) const MAX_BATCH: usize = 50;
 
 pub(crate) fn bad(message: &str) -> Response<Body> {
     guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
@@ -42,7 +42,7 @@ fn text<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Result<&'a str
         .ok_or_else(|| format!("`{name}` is missing or not a string"))
 }
 
-fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<u8>, Invalid> {
+pub(crate) fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<u8>, Invalid> {
     URL_SAFE_NO_PAD
         .decode(text(o, name)?)
         .map_err(|_| format!("`{name}` is not base64url"))
@@ -227,12 +227,11 @@ pub(crate) async fn statement(
         }
         checked.push((d, r));
     }
-    let now = countersign_replay::now_unix_ms() / 1000;
     match Statement::new(
         Kind::Approval,
         &person.name,
         checked,
-        now,
+        crate::now_secs(),
         STATEMENT_VALIDITY_SECS,
     ) {
         Ok(s) => guard::json(
@@ -355,17 +354,11 @@ fn edited(old: &Value, text: &str) -> Result<Value, String> {
                 .trim()
                 .parse()
                 .map_err(|_| format!("`{text}` is not a number"))?;
-            let integral = n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0;
-            let number = if integral {
-                // In range and integral, so the conversion is exact.
-                #[allow(clippy::cast_possible_truncation)]
-                Some(serde_json::Number::from(n as i64))
-            } else {
-                serde_json::Number::from_f64(n)
-            };
-            number
-                .map(Value::Number)
-                .ok_or_else(|| format!("`{text}` is not a finite number"))
+            if !n.is_finite() {
+                return Err(format!("`{text}` is not a finite number"));
+            }
+            // The canonical form's own number-to-JSON rule: integers stay integers.
+            Ok(countersign_canon::Value::Number(n).to_json())
         }
         _ => Err("only string, number and boolean leaves can be edited here".into()),
     }
@@ -385,9 +378,9 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
         Ok(d) => d,
         Err(e) => return refusal(&e),
     };
-    let envelope: Value = match serde_json::from_slice(&draft.canonical) {
-        Ok(v) => v,
-        Err(_) => return refusal(&Error::Tampered),
+    let envelope = match countersign_gate::envelope_value(&draft) {
+        Ok(v) => v.to_json(),
+        Err(e) => return refusal(&e),
     };
     let Some(mut args) = envelope.get("args").cloned() else {
         return refusal(&Error::Tampered);

@@ -18,7 +18,7 @@ pub type Body = Full<Bytes>;
 
 /// The page's Content-Security-Policy: its own script and style files, nothing inline, nothing
 /// from elsewhere, no framing.
-pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
 connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The session cookie's name.

@@ -2,7 +2,7 @@
 //! full, approved with a passkey over exactly the revision on screen.
 //!
 //! Everything lives under `/review`, served by [`Review::handle`] over an `Arc<Gate>`: by
-//! `countersign review --web` on a loopback address ([`serve_loopback`]) and by
+//! `countersign review --web` on a loopback address ([`LoopbackServer`]) and by
 //! `countersign-mcp --http` beside `/mcp`. The page is server-rendered HTML with one CSS and
 //! one JS file embedded in the binary; its Content-Security-Policy allows nothing inline and
 //! nothing from elsewhere.
@@ -26,7 +26,7 @@ mod api;
 #[cfg(test)]
 mod development_tests;
 pub mod enroll;
-pub mod guard;
+mod guard;
 #[cfg(test)]
 mod link_tests;
 mod pages;
@@ -45,7 +45,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::{Method, Request, Response, StatusCode};
 
 pub use crate::guard::Body;
-pub use crate::serve::{LoopbackServer, serve_loopback};
+pub use crate::serve::LoopbackServer;
 use crate::session::{Person, Sessions};
 
 /// Who approves on the development-only page ([`Review::development_mode`]).
@@ -150,11 +150,6 @@ impl Review {
     pub fn loopback_only(mut self) -> Self {
         self.loopback_only = true;
         self
-    }
-
-    /// The gate behind the page.
-    pub fn gate(&self) -> &Gate {
-        &self.gate
     }
 
     /// Answers one request under `/review`. Never fails: refusals are answers.
@@ -278,7 +273,7 @@ impl Review {
     }
 }
 
-/// The page as a hyper service, for a listener of one's own (see [`serve_loopback`]).
+/// The page as a hyper service, for a listener of one's own (see [`LoopbackServer`]).
 impl<B> hyper::service::Service<Request<B>> for Review
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
@@ -297,6 +292,11 @@ where
 
 fn not_found() -> Response<Body> {
     guard::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page")
+}
+
+/// The time, in the Unix seconds statements and links carry.
+pub(crate) fn now_secs() -> i64 {
+    countersign_replay::now_unix_ms() / 1000
 }
 
 /// The gate's refusal as an answer carrying its contract code.

@@ -10,7 +10,7 @@ use countersign_canon::Manifest;
 use countersign_gate::{Draft, Error};
 use hyper::{Response, StatusCode};
 
-use crate::api::{age_secs, quorum, visible, waiting};
+use crate::api::{MAX_BATCH, age_secs, quorum, visible, waiting};
 use crate::guard::{self, Body};
 use crate::session::Person;
 use crate::{Review, refusal};
@@ -81,10 +81,6 @@ fn html(body: String) -> Response<Body> {
     guard::respond(StatusCode::OK, "text/html; charset=utf-8", body)
 }
 
-fn failure(e: &Error) -> Response<Body> {
-    refusal(e)
-}
-
 /// `GET /review/login`.
 pub(crate) fn login() -> Response<Body> {
     html(shell(
@@ -101,7 +97,7 @@ pub(crate) fn login() -> Response<Body> {
 pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
     let drafts = match waiting(review, person).await {
         Ok(d) => d,
-        Err(e) => return failure(&e),
+        Err(e) => return refusal(&e),
     };
     let mut rows = String::new();
     for d in &drafts {
@@ -226,11 +222,7 @@ fn diff(old: &Manifest, new: &Manifest) -> String {
 }
 
 /// One draft in full: summary, manifest, changes, envelope, revision.
-async fn section(review: &Review, d: &Draft) -> Result<String, Error> {
-    let m = countersign_gate::manifest(d)?;
-    if m.revision != d.revision {
-        return Err(Error::Tampered);
-    }
+async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Error> {
     let limits = review.gate.policy().manifest_limits();
     if limits.check(&m.size()).is_err() {
         return Err(Error::InvalidArgument {
@@ -257,7 +249,7 @@ async fn section(review: &Review, d: &Draft) -> Result<String, Error> {
              they are shown escaped and flagged.</p>",
         );
     }
-    out.push_str(&manifest_table(&m));
+    out.push_str(&manifest_table(m));
     let revisions = review.gate.store().revisions(&d.id).await?;
     if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
         let old = countersign_gate::manifest_of(&prev.canonical, &d.hidden)?;
@@ -266,7 +258,7 @@ async fn section(review: &Review, d: &Draft) -> Result<String, Error> {
             "<h3>Changes since revision {} (<code>{}</code>)</h3>{}",
             prev.seq,
             esc(&prev.revision.to_hex()),
-            diff(&old, &m)
+            diff(&old, m)
         );
     }
     out.push_str(&crate::tools::section(review.tools.as_deref(), d));
@@ -334,15 +326,20 @@ fn edit_form(d: &Draft, m: &Manifest) -> String {
 pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Response<Body> {
     let d = match visible(review, person, id).await {
         Ok(d) => d,
-        Err(e) => return failure(&e),
+        Err(e) => return refusal(&e),
     };
-    let body = match section(review, &d).await {
+    let m = match countersign_gate::manifest(&d) {
+        Ok(m) => m,
+        Err(e) => return refusal(&e),
+    };
+    let body = match section(review, &d, &m).await {
         Ok(s) => s,
-        Err(e) => return failure(&e),
+        Err(e) => return refusal(&e),
     };
-    let form = match countersign_gate::manifest(&d) {
-        Ok(m) if d.state.is_open() => edit_form(&d, &m),
-        _ => String::new(),
+    let form = if d.state.is_open() {
+        edit_form(&d, &m)
+    } else {
+        String::new()
     };
     let actions = if d.state.is_open() {
         if review.is_development() {
@@ -382,22 +379,26 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Resp
         .filter_map(|kv| kv.strip_prefix("d="))
         .filter(|v| !v.is_empty())
         .collect();
-    if ids.is_empty() || ids.len() > 50 {
+    if ids.is_empty() || ids.len() > MAX_BATCH {
         return guard::error(
             StatusCode::BAD_REQUEST,
             "INVALID_ARGUMENT",
-            "select 1 to 50 drafts",
+            &format!("select 1 to {MAX_BATCH} drafts"),
         );
     }
     let mut sections = String::new();
     for id in &ids {
         let d = match visible(review, person, id).await {
             Ok(d) => d,
-            Err(e) => return failure(&e),
+            Err(e) => return refusal(&e),
         };
-        match section(review, &d).await {
+        let shown = match countersign_gate::manifest(&d) {
+            Ok(m) => section(review, &d, &m).await,
+            Err(e) => Err(e),
+        };
+        match shown {
             Ok(s) => sections.push_str(&s),
-            Err(e) => return failure(&e),
+            Err(e) => return refusal(&e),
         }
     }
     let main = format!(

@@ -7,7 +7,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign_gate::Gate;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
@@ -27,14 +26,6 @@ pub struct LoopbackServer {
     review: Review,
 }
 
-/// Binds `addr` (a loopback address only) to serve the page over `gate`.
-///
-/// # Errors
-/// `InvalidInput` for a non-loopback address; the bind error otherwise.
-pub async fn serve_loopback(addr: SocketAddr, gate: Arc<Gate>) -> io::Result<LoopbackServer> {
-    LoopbackServer::bind(addr, Review::new(gate).loopback_only()).await
-}
-
 /// Refuses anything but a loopback address.
 pub(crate) fn check_loopback(addr: SocketAddr) -> io::Result<()> {
     if addr.ip().is_loopback() {
@@ -51,7 +42,7 @@ impl LoopbackServer {
     /// Binds `addr` (loopback only) for `review`.
     ///
     /// # Errors
-    /// As [`serve_loopback`].
+    /// `InvalidInput` for a non-loopback address; the bind error otherwise.
     pub async fn bind(addr: SocketAddr, review: Review) -> io::Result<Self> {
         check_loopback(addr)?;
         let listener = TcpListener::bind(addr).await?;

@@ -37,24 +37,18 @@ fn cut(escaped: &str, max: usize) -> &str {
     }
 }
 
-/// The `tool` member of the draft's envelope.
-fn bound_digest(d: &Draft) -> Option<String> {
-    let envelope: serde_json::Value = serde_json::from_slice(&d.canonical).ok()?;
-    envelope.get("tool")?.as_str().map(str::to_owned)
-}
-
 /// The "Tool definition" part of a draft's section.
 pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
-    let Some(bound) = bound_digest(d) else {
+    let Ok(bound) = countersign_gate::recorded_tool(d) else {
         return String::new();
     };
     let mut out = format!(
         "<h3>Tool definition</h3><p>bound to <code class=\"tool-digest\">{}</code></p>",
-        esc(&bound)
+        esc(&bound.to_hex())
     );
     match catalog.and_then(|c| c.offered(&d.action)) {
         Some((definition, digest)) => {
-            if digest.to_hex() == bound {
+            if digest == bound {
                 out.push_str(
                     "<p>The definition this server offers now, the one the agent proposed \
                      against:</p>",

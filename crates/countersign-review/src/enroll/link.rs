@@ -25,14 +25,14 @@ use countersign_replay::Ledger;
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier, danger};
 use hyper::{Response, StatusCode};
 
-use super::{Ceremony, Registration, approvers_line, check_name, unreadable};
+use super::{Ceremony, Registration, approvers_line, check_name};
 use crate::guard::{self, Body};
 use crate::pages::{esc, shell};
 
 /// How long a link can be opened.
 pub const LINK_TTL: Duration = Duration::from_secs(15 * 60);
 /// The path a link opens.
-pub const LINK_PATH: &str = "/review/enroll";
+const LINK_PATH: &str = "/review/enroll";
 /// The pseudo-action a link's token stands for; no MCP tool name holds a `/`.
 const TOKEN_TOOL: &str = "countersign/enroll";
 /// Making someone able to approve changes who may do what.
@@ -201,7 +201,7 @@ impl Links {
         };
         let registration = match Registration::read(body) {
             Ok(r) => r,
-            Err(message) => return unreadable(message),
+            Err(message) => return crate::api::bad(&message),
         };
         let passkey = match registration.verify(&challenge(&opened.token), origin) {
             Ok(p) => p,
@@ -215,7 +215,7 @@ impl Links {
             .verify(
                 &opened.token,
                 &binding(&args, &Principal::default()),
-                now(),
+                crate::now_secs(),
                 &self.ledger,
             )
             .await;
@@ -251,7 +251,7 @@ impl Links {
             &self.verifier,
             &token,
             &binding(&args, &Principal::default()),
-            now(),
+            crate::now_secs(),
             Some(self.ledger.id().as_str()),
         )
         .map_err(|e| Refused::token(&e))?;
@@ -356,10 +356,6 @@ fn binding<'a>(args: &'a Value, nobody: &'a Principal) -> Binding<'a> {
 /// The registration challenge of a link: unique to it, and known only to who holds it.
 fn challenge(token: &str) -> [u8; 32] {
     *digest_framed(CHALLENGE_DOMAIN, token.as_bytes()).as_bytes()
-}
-
-fn now() -> i64 {
-    countersign_replay::now_unix_ms() / 1000
 }
 
 #[cfg(test)]

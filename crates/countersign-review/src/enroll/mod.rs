@@ -91,11 +91,6 @@ impl Enrollment {
         format!("{}{}", self.state.origin, self.state.path)
     }
 
-    /// The origin the passkey will be bound to.
-    pub fn origin(&self) -> &str {
-        &self.state.origin
-    }
-
     /// Serves the page until a passkey is registered or `wait` passes.
     ///
     /// # Errors
@@ -194,7 +189,7 @@ fn page(state: &State) -> Response<Body> {
 fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
     let registration = match Registration::read(body) {
         Ok(r) => r,
-        Err(message) => return unreadable(message),
+        Err(message) => return crate::api::bad(&message),
     };
     let Ok(mut slot) = state.done.lock() else {
         return guard::error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "try again");
@@ -259,28 +254,18 @@ impl Ceremony<'_> {
 
 /// The two parts of a registration the page posts.
 pub(crate) struct Registration {
-    pub(crate) client_data: Vec<u8>,
-    pub(crate) attestation: Vec<u8>,
+    client_data: Vec<u8>,
+    attestation: Vec<u8>,
 }
 
 impl Registration {
     /// Reads the page's JSON; the error is the message of a 400 answer.
-    pub(crate) fn read(body: &[u8]) -> Result<Registration, &'static str> {
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_slice(body) else {
-            return Err("not a JSON object");
-        };
-        let field = |name: &str| {
-            o.get(name)
-                .and_then(serde_json::Value::as_str)
-                .and_then(|t| URL_SAFE_NO_PAD.decode(t).ok())
-        };
-        match (field("clientDataJSON"), field("attestationObject")) {
-            (Some(client_data), Some(attestation)) => Ok(Registration {
-                client_data,
-                attestation,
-            }),
-            _ => Err("clientDataJSON and attestationObject are needed, base64url"),
-        }
+    pub(crate) fn read(body: &[u8]) -> Result<Registration, crate::api::Invalid> {
+        let form = crate::api::parse(body)?;
+        Ok(Registration {
+            client_data: crate::api::b64(&form, "clientDataJSON")?,
+            attestation: crate::api::b64(&form, "attestationObject")?,
+        })
     }
 
     /// Verifies the new passkey against `challenge` on `origin`.
@@ -291,9 +276,4 @@ impl Registration {
     ) -> Result<Passkey, countersign_gate::Error> {
         webauthn::register(&self.client_data, &self.attestation, challenge, origin)
     }
-}
-
-/// The answer refusing a registration the page could not read.
-pub(crate) fn unreadable(message: &str) -> Response<Body> {
-    guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
 }
