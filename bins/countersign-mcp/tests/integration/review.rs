@@ -43,6 +43,12 @@ async fn http_serves_the_review_page_beside_mcp_without_bearer_access() {
         assert_eq!(r.status, 403, "{path}: {r:?}");
     }
 
+    // Only the host names `/mcp` answers: a rebound name gets nothing, signed in or not.
+    for host in ["evil.test", "127.0.0.2"] {
+        let r = raw_request(server.addr, "GET", "/review/login", &[("Host", host)], b"").await;
+        assert_eq!(r.status, 403, "{host}: {r:?}");
+    }
+
     // Only the page's own origin may post.
     let cross = [("Origin", "http://evil.test")];
     let r = raw_request(

@@ -244,12 +244,17 @@ impl HttpServer {
             let review = review.clone();
             async move { review.handle(request).await }
         };
+        // The page answers the same host names as `/mcp` (DNS rebinding); it has its own
+        // sign-in, so the bearer check and the MCP session layers stay off it.
+        let pages = Router::new()
+            .route(REVIEW_PATH, any(page.clone()))
+            .route(REVIEW_PAGES, any(page))
+            .layer(CheckLayer::new(HostCheck::new(&hosts)));
         let router = Router::new()
             .route_service(MCP_PATH, mcp)
             .layer(front)
             .route(HEALTH_PATH, get(health))
-            .route(REVIEW_PATH, any(page.clone()))
-            .route(REVIEW_PAGES, any(page))
+            .merge(pages)
             .with_state(core);
         let listener = TcpListener::bind(options.addr)
             .await
