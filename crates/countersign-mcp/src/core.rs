@@ -327,7 +327,7 @@ pub(crate) fn approval_required_saying(
         message: message.to_owned(),
         draft: Box::new(draft),
     }
-    .to_result())
+    .into_result())
 }
 
 /// The canonical envelope text of a draft.

@@ -204,7 +204,7 @@ impl ServerHandler for Demo {
         let args = request.arguments.unwrap_or_default();
         Ok(match self.publish(&args) {
             Ok(result) => result.into(),
-            Err(message) => crate::Error::ToolInput(message).to_result().into(),
+            Err(message) => crate::Error::ToolInput(message).into_result().into(),
         })
     }
 }

@@ -262,7 +262,7 @@ impl Asked<'_> {
                     draft_id: id.to_owned(),
                     revision,
                 }
-                .to_result();
+                .into_result();
                 Ok(Next::Respond(result.into()))
             }
             Ok(Verdict::Undecided) => self.undecided(

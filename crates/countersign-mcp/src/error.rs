@@ -224,23 +224,25 @@ impl Error {
     }
 
     /// The tool result an agent sees for this error: the one place a refusal becomes a tool
-    /// result.
-    pub fn to_result(&self) -> CallToolResult {
+    /// result. It takes the error so that a draft's envelope and manifest move into the result
+    /// rather than being copied on every `APPROVAL_REQUIRED`.
+    pub fn into_result(self) -> CallToolResult {
+        let code = self.code().as_str();
+        let message = self.to_string();
+        let retryable = self.retryable();
         let mut extra = Map::new();
         let mut rest = Map::new();
         match self {
-            Error::InvalidArgument { rule, .. } => {
-                extra.insert("rule".into(), (*rule).into());
-            }
-            Error::Gate(countersign_gate::Error::InvalidArgument { rule, .. }) => {
-                extra.insert("rule".into(), (*rule).into());
+            Error::InvalidArgument { rule, .. }
+            | Error::Gate(countersign_gate::Error::InvalidArgument { rule, .. }) => {
+                extra.insert("rule".into(), rule.into());
             }
             Error::ConfirmationInvalid { reason } => {
                 extra.insert("reason".into(), reason.as_str().into());
             }
             Error::Unreadable { source, offset } => {
                 extra.insert("rule".into(), source.code().as_str().into());
-                extra.insert("offset".into(), (*offset).into());
+                extra.insert("offset".into(), offset.into());
             }
             Error::AwaitingApproval { draft, .. } => {
                 let ShownDraft {
@@ -249,18 +251,18 @@ impl Error {
                     envelope,
                     manifest,
                     approvals,
-                } = draft.as_ref();
-                rest.insert("draft_id".into(), draft_id.as_str().into());
-                rest.insert("revision".into(), revision.as_str().into());
-                rest.insert("envelope".into(), envelope.as_str().into());
-                rest.insert("manifest".into(), manifest.clone());
+                } = *draft;
+                rest.insert("draft_id".into(), draft_id.into());
+                rest.insert("revision".into(), revision.into());
+                rest.insert("envelope".into(), envelope.into());
+                rest.insert("manifest".into(), manifest);
                 if let Some(quorum) = approvals {
-                    rest.insert("approvals".into(), approvals_json(*quorum));
+                    rest.insert("approvals".into(), approvals_json(quorum));
                 }
             }
             Error::DeclinedInHost { draft_id, revision } => {
-                rest.insert("draft_id".into(), draft_id.as_str().into());
-                rest.insert("revision".into(), revision.as_str().into());
+                rest.insert("draft_id".into(), draft_id.into());
+                rest.insert("revision".into(), revision.into());
             }
             Error::Gate(e) => {
                 if let Some(after) = e.retry_after() {
@@ -272,13 +274,7 @@ impl Error {
             }
             _ => {}
         }
-        refusal(
-            self.code().as_str(),
-            &self.to_string(),
-            self.retryable(),
-            extra,
-            rest,
-        )
+        refusal(code, &message, retryable, extra, rest)
     }
 }
 

@@ -440,7 +440,7 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
             Ok(response) => response,
             Err(e) => {
                 tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
-                e.to_result().into()
+                e.into_result().into()
             }
         };
         // A result passed on from the wrapped handler may lack the 2026-07-28 marker (an

@@ -151,7 +151,7 @@ fn judge_probe(
             countersign_canon::check(args.get().as_bytes(), Profile::CountersignV1, limits)
         {
             let offset = start.saturating_add(e.offset());
-            let result = Error::Unreadable { source: e, offset }.to_result();
+            let result = Error::Unreadable { source: e, offset }.into_result();
             let modern = probe.params.as_ref().is_some_and(ProbeParams::is_modern);
             let result = crate::revision::shaped(result, modern);
             return Verdict::Reply(response(&id(), &result));

@@ -142,15 +142,15 @@ impl Link {
             };
             let _ = p
                 .sink
-                .line(&refusal_frame(&p.client_id, &error, self.is_modern()))
+                .line(&refusal_frame(&p.client_id, error, self.is_modern()))
                 .await;
         }
     }
 }
 
 /// A refusal answering the relayed request `id`, in the generation it was relayed in.
-fn refusal_frame(id: &RawValue, error: &Error, modern: bool) -> Vec<u8> {
-    let result = crate::revision::shaped(error.to_result(), modern);
+fn refusal_frame(id: &RawValue, error: Error, modern: bool) -> Vec<u8> {
+    let result = crate::revision::shaped(error.into_result(), modern);
     let result = serde_json::to_string(&result).unwrap_or_else(|_| "null".into());
     format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get()).into_bytes()
 }
@@ -262,7 +262,7 @@ async fn read_loop(
                     let frame = match (&probe.error, &probe.result) {
                         (Some(e), _) => refusal_frame(
                             &p.client_id,
-                            &Error::Upstream {
+                            Error::Upstream {
                                 message: e.message.clone(),
                                 retryable: false,
                             },
