@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use countersign_gate::approval::{Kind, Outcome, Signature, Statement, sshsig};
 use countersign_gate::{DraftId, Gate, Resolution};
+use countersign_replay::Ledger;
 use ssh_key::PublicKey;
 
 use super::gate::{
@@ -101,10 +102,11 @@ fn sign(key: &Path, statement: &Statement) -> Result<Signature, Failure> {
         .map_err(|e| failure(&e))
 }
 
-async fn signing_gate(ctx: &Ctx) -> Result<Gate, Failure> {
+/// The gate with the replay ledger that spends statements' nonces, and that ledger.
+pub(crate) async fn signing_gate(ctx: &Ctx) -> Result<(Gate, Ledger), Failure> {
     let gate = open_gate(ctx, load_policy(ctx)?).await?;
     let ledger = open_ledger(&store_url(ctx)?).await?;
-    Ok(gate.with_ledger(ledger))
+    Ok((gate.with_ledger(ledger.clone()), ledger))
 }
 
 pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
@@ -117,7 +119,7 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
     }
     needs_terminal(args.yes)?;
     block_on(async {
-        let gate = signing_gate(ctx).await?;
+        let gate = signing_gate(ctx).await?.0;
         let mut items = Vec::new();
         let mut shown_text = String::new();
         for pair in args.pairs.chunks(2) {
@@ -195,7 +197,7 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
     let key = args.sign.as_deref().map(ssh_key_path).transpose()?;
     needs_terminal(args.yes)?;
     block_on(async {
-        let gate = signing_gate(ctx).await?;
+        let gate = signing_gate(ctx).await?.0;
         let draft = gate.draft(&args.draft).await.map_err(|e| failure(&e))?;
         if !args.yes {
             let question = format!(

@@ -267,15 +267,21 @@ fn config_from_env() -> Result<TokenConfig, Failure> {
 /// The keyring from `--keys`/`COUNTERSIGN_KEYS`, else `COUNTERSIGN_TOKEN_SECRET`; never an
 /// ephemeral key, which would make every token minted here useless elsewhere.
 pub(crate) fn load_keyring(ctx: &Ctx) -> Result<Arc<Keyring>, Failure> {
+    configured_keyring(ctx)?.ok_or_else(|| failure(Error::NoKey))
+}
+
+/// As [`load_keyring`], `None` when no key is configured at all (an empty secret counts as
+/// none).
+pub(crate) fn configured_keyring(ctx: &Ctx) -> Result<Option<Arc<Keyring>>, Failure> {
     let ring = if let Some(path) = &ctx.keys {
         Keyring::load(path)
     } else {
         match std::env::var("COUNTERSIGN_TOKEN_SECRET") {
             Ok(secret) if !secret.is_empty() => Keyring::from_secret(&secret),
-            _ => Err(Error::NoKey),
+            _ => return Ok(None),
         }
     };
-    ring.map(Arc::new).map_err(failure)
+    ring.map(|r| Some(Arc::new(r))).map_err(failure)
 }
 
 /// A token-crate error as a failure of its code's class.

@@ -9,9 +9,9 @@ use countersign_review::enroll::link::{self, Links, Origin};
 use countersign_review::enroll::{Enrollment, approvers_line};
 use countersign_review::{LoopbackServer, Review};
 
-use super::gate::{load_policy, open_gate};
 use super::ledger::{block_on, open as open_ledger, store_url};
-use super::token::{failure as token_failure, load_keyring};
+use super::signed::signing_gate;
+use super::token::{configured_keyring, failure as token_failure, load_keyring};
 use crate::output::{Ctx, Failure, Report};
 
 /// How long the enrollment page waits for a passkey.
@@ -20,6 +20,8 @@ const ENROLL_WAIT: Duration = Duration::from_secs(15 * 60);
 /// The address `--web` binds when none is given: loopback, any free port.
 pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:0";
 
+/// The address to bind, refused before anything is opened when it is not loopback (the page
+/// binds loopback addresses only, and would say so only after the store was opened).
 fn address(text: &str) -> Result<SocketAddr, Failure> {
     let addr: SocketAddr = text.parse().map_err(|_| {
         Failure::invalid(
@@ -36,21 +38,24 @@ fn address(text: &str) -> Result<SocketAddr, Failure> {
     Ok(addr)
 }
 
+/// An I/O error of the page: bad input (a refused address or name) or the environment's.
 fn io_failure(e: &std::io::Error) -> Failure {
-    Failure::environment("IO_ERROR", e.to_string())
+    if e.kind() == std::io::ErrorKind::InvalidInput {
+        Failure::invalid("INVALID_ARGUMENT", e.to_string())
+    } else {
+        Failure::environment("IO_ERROR", e.to_string())
+    }
 }
 
 /// `countersign review --web [ADDR]`: serves the page until interrupted.
 pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
     let addr = address(addr)?;
     block_on(async {
-        let gate = open_gate(ctx, load_policy(ctx)?).await?;
-        let ledger = open_ledger(&store_url(ctx)?).await?;
-        let gate = Arc::new(gate.with_ledger(ledger.clone()));
-        let mut review = Review::new(gate);
+        let (gate, ledger) = signing_gate(ctx).await?;
+        let mut review = Review::new(Arc::new(gate));
         // With token keys the page also opens `approvers enroll --origin` links.
-        if ctx.keys.is_some() || std::env::var_os("COUNTERSIGN_TOKEN_SECRET").is_some() {
-            let links = Links::new(load_keyring(ctx)?, ledger).map_err(token_failure)?;
+        if let Some(keyring) = configured_keyring(ctx)? {
+            let links = Links::new(keyring, ledger).map_err(token_failure)?;
             review = review.with_enroll_links(links);
         }
         let server = LoopbackServer::bind(addr, review)
@@ -71,7 +76,7 @@ pub(crate) fn enroll(name: &str, listen: &str) -> Result<Report, Failure> {
     block_on(async {
         let page = Enrollment::bind(addr, name)
             .await
-            .map_err(|e| Failure::invalid("INVALID_ARGUMENT", e.to_string()))?;
+            .map_err(|e| io_failure(&e))?;
         eprintln!("open {} to make a passkey for {name}", page.url());
         let passkey = page.run(ENROLL_WAIT).await.map_err(|e| io_failure(&e))?;
         let line = approvers_line(&passkey);
