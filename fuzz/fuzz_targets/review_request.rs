@@ -1,12 +1,15 @@
 #![no_main]
-//! The review page's answers to whatever a browser, or anyone pretending to be one, sends:
-//! enrollment-link queries and registrations, sign-ins, statements, approvals, edits — every
-//! route, any query and body. The page must answer each with a status and never panic, and it
-//! must never answer 500 for bad input. Origins given to `approvers enroll --origin` are read
-//! by the same strict reader, whose output must read back to itself.
+//! The review page's answers to whatever a browser, or anyone pretending to be one, sends: any
+//! route, query and body. Two pages: one with enrollment links and passkey sign-in (so the
+//! enroll, sign-in and static routes read the input, the rest refuse it unsigned), and the
+//! development page, where everyone is signed in, so the approve, reject, edit, batch and list
+//! routes read it too. The page must answer each with a status, never panic, and never answer
+//! 500. Origins given to `approvers enroll --origin` are read by the same strict reader, whose
+//! output must read back to itself.
 //!
-//! The first byte picks the method and whether the rest is an origin; then the path's tail up to
-//! the first newline, the query up to the second, and the body.
+//! The first byte picks the method, the page, whether the path is `enroll` or taken from the
+//! input, and whether the rest is an origin; then the path's tail up to the first newline, the
+//! query up to the second, and the body.
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -31,20 +34,43 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+fn gate() -> Arc<Gate> {
+    let policy = "[tools.\"publish_post\"]\nmode = \"approval\"\n";
+    Arc::new(Gate::new(
+        Arc::new(MemoryStore::new()),
+        Arc::new(Policy::from_toml(policy).expect("policy")),
+    ))
+}
+
+/// The development page, with one draft to act on.
+fn development() -> &'static Review {
+    static REVIEW: OnceLock<Review> = OnceLock::new();
+    REVIEW.get_or_init(|| {
+        runtime().block_on(async {
+            let gate = gate();
+            gate.propose(countersign_gate::Proposal {
+                action: "publish_post",
+                args: br#"{"title":"Hi","n":1,"ok":true}"#,
+                tool: countersign_canon::digest(countersign_canon::Domain::Tool, b"{}"),
+                principal: countersign_canon::Principal::default(),
+            })
+            .await
+            .expect("propose");
+            Review::new(gate).development_mode().expect("development")
+        })
+    })
+}
+
 fn review() -> &'static Review {
     static REVIEW: OnceLock<Review> = OnceLock::new();
     REVIEW.get_or_init(|| {
         runtime().block_on(async {
-            let policy = "[tools.\"publish_post\"]\nmode = \"approval\"\n";
-            let gate = Gate::new(
-                Arc::new(MemoryStore::new()),
-                Arc::new(Policy::from_toml(policy).expect("policy")),
-            );
+            let gate = gate();
             let keyring = Arc::new(Keyring::from_secret(&"2a".repeat(32)).expect("keyring"));
             let ledger = open_ledger(&StoreUrl::Memory, &OpenOptions::default())
                 .await
                 .expect("ledger");
-            Review::new(Arc::new(gate))
+            Review::new(gate)
                 .loopback_only()
                 .with_enroll_links(Links::new(keyring, ledger).expect("links"))
         })
@@ -80,6 +106,7 @@ fuzz_target!(|data: &[u8]| {
     else {
         return;
     };
-    let answer = runtime().block_on(review().handle(request));
+    let page = if pick & 4 == 0 { review() } else { development() };
+    let answer = runtime().block_on(page.handle(request));
     assert_ne!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
 });
