@@ -71,7 +71,7 @@ enum Command {
     Audit(cmd::audit::AuditCommand),
     /// Settle a run whose outcome is unknown, after checking the world.
     Resolve(cmd::signed::ResolveArgs),
-    /// Check, list or import the approvers file.
+    /// Check, list or import the approvers file, or enroll a passkey.
     #[command(subcommand)]
     Approvers(cmd::approvers::ApproversCommand),
     /// Write a draft's receipt, or verify one offline.

@@ -352,7 +352,12 @@ async fn a_new_file_gets_the_newest_schema() {
     drop(SqliteStore::open(&db).expect("open"));
     assert_eq!(versions(&db), vec![1, 2, 3, 4]);
     let conn = rusqlite::Connection::open(&db).expect("open");
-    for table in ["gate_revisions", "gate_operations", "gate_rate"] {
+    for table in [
+        "gate_revisions",
+        "gate_operations",
+        "gate_rate",
+        "gate_passkey_counters",
+    ] {
         let sql: String = conn
             .query_row(
                 "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
