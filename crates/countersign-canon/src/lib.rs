@@ -25,7 +25,8 @@ pub use crate::digest::{Digest, Domain, Revision, digest, digest_framed};
 pub use crate::envelope::{Envelope, Principal, args_digest};
 pub use crate::error::{Error, ErrorClass, ErrorCode};
 pub use crate::manifest::{
-    Entry, Flags, Manifest, ManifestLimits, ManifestSize, manifest, manifest_size, show_escaped,
+    Entry, Flags, LeafChange, Manifest, ManifestLimits, ManifestSize, manifest, manifest_size,
+    show_escaped,
 };
 pub use crate::nfc::nfc;
 pub use crate::parse::parse;

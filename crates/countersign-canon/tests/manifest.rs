@@ -289,3 +289,29 @@ fn a_scalar_document_is_one_root_leaf() {
     assert_eq!(rows(&m)[0].pointer, "");
     assert!(m.to_string().starts_with("(root)  number  42\n"));
 }
+
+#[test]
+fn changes_between_revisions_are_listed_leaf_by_leaf() {
+    use countersign_canon::LeafChange::{Added, Removed};
+    let old = manifest(&value(r#"{"a":1,"b":"x","gone":null}"#), &[]);
+    let new = manifest(&value(r#"{"a":1,"b":"x\u200b","c":true}"#), &[]);
+    let leaf = |pointer: &str, shown: &str| (pointer.to_owned(), shown.to_owned());
+    let changes: Vec<_> = new
+        .changes_since(&old)
+        .into_iter()
+        .map(|c| match c {
+            Removed { pointer, shown } => ('-', leaf(&pointer, &shown)),
+            Added { pointer, shown } => ('+', leaf(&pointer, &shown)),
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        vec![
+            ('-', leaf("/b", r#""x""#)),
+            ('-', leaf("/gone", "null")),
+            ('+', leaf("/b", r#""x\u{200b}""#)),
+            ('+', leaf("/c", "true")),
+        ]
+    );
+    assert!(new.changes_since(&new).is_empty());
+}

@@ -3,10 +3,9 @@
 //! The markup carries no script and no style; `review.js` finds what it needs in `data-`
 //! attributes.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use countersign_canon::Manifest;
+use countersign_canon::{LeafChange, Manifest};
 use countersign_gate::{Draft, Error};
 use hyper::{Response, StatusCode};
 
@@ -182,39 +181,21 @@ fn manifest_table(m: &Manifest) -> String {
 
 /// What changed between two manifests, leaf by leaf (as `countersign approve` shows it).
 fn diff(old: &Manifest, new: &Manifest) -> String {
-    let index = |m: &Manifest| {
-        let mut leaves = BTreeMap::new();
-        m.for_each(|e| {
-            leaves.insert(e.shown_pointer.to_owned(), e.shown().into_owned());
-        });
-        leaves
-    };
-    let (a, b) = (index(old), index(new));
+    let changes = new.changes_since(old);
     let mut out = String::from("<ul class=\"diff\">");
-    let mut any = false;
-    for (p, v) in &a {
-        if b.get(p) != Some(v) {
-            any = true;
-            let _ = write!(
-                out,
-                "<li class=\"del\"><code>- {}  {}</code></li>",
-                esc(p),
-                esc(v)
-            );
-        }
+    for change in &changes {
+        let (class, sign, pointer, shown) = match change {
+            LeafChange::Removed { pointer, shown } => ("del", '-', pointer, shown),
+            LeafChange::Added { pointer, shown } => ("add", '+', pointer, shown),
+        };
+        let _ = write!(
+            out,
+            "<li class=\"{class}\"><code>{sign} {}  {}</code></li>",
+            esc(pointer),
+            esc(shown)
+        );
     }
-    for (p, v) in &b {
-        if a.get(p) != Some(v) {
-            any = true;
-            let _ = write!(
-                out,
-                "<li class=\"add\"><code>+ {}  {}</code></li>",
-                esc(p),
-                esc(v)
-            );
-        }
-    }
-    if !any {
+    if changes.is_empty() {
         out.push_str("<li>(no leaf changed)</li>");
     }
     out.push_str("</ul>");

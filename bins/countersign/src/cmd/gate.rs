@@ -293,29 +293,22 @@ fn diff(
     new: &countersign_canon::Manifest,
     paint: Paint,
 ) -> String {
-    use std::collections::BTreeMap;
-    let index = |m: &countersign_canon::Manifest| -> BTreeMap<String, String> {
-        let mut leaves = BTreeMap::new();
-        m.for_each(|e| {
-            leaves.insert(e.shown_pointer.to_owned(), e.shown().into_owned());
-        });
-        leaves
-    };
-    let (a, b) = (index(old), index(new));
+    use countersign_canon::LeafChange;
+    let changes = new.changes_since(old);
     let mut out = String::new();
-    for (p, v) in &a {
-        if b.get(p) != Some(v) {
-            out.push_str(&paint.wrap("31", &format!("- {p}  {v}")));
-            out.push('\n');
-        }
+    for change in &changes {
+        let line = match change {
+            LeafChange::Removed { pointer, shown } => {
+                paint.wrap("31", &format!("- {pointer}  {shown}"))
+            }
+            LeafChange::Added { pointer, shown } => {
+                paint.wrap("32", &format!("+ {pointer}  {shown}"))
+            }
+        };
+        out.push_str(&line);
+        out.push('\n');
     }
-    for (p, v) in &b {
-        if a.get(p) != Some(v) {
-            out.push_str(&paint.wrap("32", &format!("+ {p}  {v}")));
-            out.push('\n');
-        }
-    }
-    if out.is_empty() {
+    if changes.is_empty() {
         out.push_str("(no leaf changed)\n");
     }
     out

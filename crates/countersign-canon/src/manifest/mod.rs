@@ -233,6 +233,25 @@ fn size_of_text(
     Ok(size)
 }
 
+/// One leaf that differs between two revisions' manifests ([`Manifest::changes_since`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeafChange {
+    /// The leaf had this value and no longer has it.
+    Removed {
+        /// The pointer, as shown.
+        pointer: String,
+        /// The value, as shown.
+        shown: String,
+    },
+    /// The leaf has this value now.
+    Added {
+        /// The pointer, as shown.
+        pointer: String,
+        /// The value, as shown.
+        shown: String,
+    },
+}
+
 /// Every leaf a revision covers, in canonical order, and the revision itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
@@ -301,6 +320,35 @@ impl Manifest {
             Scans::Reuse(&self.clean),
             visit,
         );
+    }
+
+    /// What changed since `old`, leaf by leaf, as a person reads leaves (the shown pointer and
+    /// value): first each leaf of `old` that is gone or different, then each leaf here that is
+    /// new or different, both in pointer order. Empty when no leaf changed.
+    pub fn changes_since(&self, old: &Manifest) -> Vec<LeafChange> {
+        let index = |m: &Manifest| {
+            let mut leaves = std::collections::BTreeMap::new();
+            m.for_each(|e| {
+                leaves.insert(e.shown_pointer.to_owned(), e.shown().into_owned());
+            });
+            leaves
+        };
+        let (before, after) = (index(old), index(self));
+        let gone = before
+            .iter()
+            .filter(|(p, v)| after.get(*p) != Some(*v))
+            .map(|(p, v)| LeafChange::Removed {
+                pointer: p.clone(),
+                shown: v.clone(),
+            });
+        let came = after
+            .iter()
+            .filter(|(p, v)| before.get(*p) != Some(*v))
+            .map(|(p, v)| LeafChange::Added {
+                pointer: p.clone(),
+                shown: v.clone(),
+            });
+        gone.chain(came).collect()
     }
 
     /// The leaves' lines of the text form (without the revision line), written as the walk
