@@ -73,36 +73,60 @@ impl LoopbackServer {
         let LoopbackServer {
             listener, review, ..
         } = self;
-        let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-        tokio::pin!(shutdown);
-        loop {
-            let (stream, _) = tokio::select! {
-                () = &mut shutdown => return Ok(()),
-                accepted = listener.accept() => match accepted {
-                    Ok(a) => a,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                continue;
-            };
-            let review = review.clone();
-            tokio::spawn(async move {
-                let served = http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT)
-                    .serve_connection(TokioIo::new(stream), review)
-                    .await;
-                if let Err(e) = served {
-                    tracing::debug!(error = %e, "connection ended");
+        serve(&listener, review, shutdown).await
+    }
+}
+
+/// Serves `service` on `listener`, one HTTP/1 connection per task, until `stop` completes:
+/// every connection has [`HEADER_TIMEOUT`] to send its request head, and at most
+/// [`MAX_CONNECTIONS`] are served at once (more are closed at once).
+///
+/// # Errors
+/// Never as written: a failed accept is logged and retried.
+pub(crate) async fn serve<S>(
+    listener: &TcpListener,
+    service: S,
+    stop: impl Future<Output = ()>,
+) -> io::Result<()>
+where
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<crate::Body>,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    tokio::pin!(stop);
+    loop {
+        let (stream, _) = tokio::select! {
+            () = &mut stop => return Ok(()),
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
                 }
-                drop(permit);
-            });
-        }
+            },
+        };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let service = service.clone();
+        tokio::spawn(async move {
+            let served = http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "connection ended");
+            }
+            drop(permit);
+        });
     }
 }
 

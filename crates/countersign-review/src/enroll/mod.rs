@@ -27,16 +27,14 @@ use bytes::Bytes;
 use countersign_gate::approval::Passkey;
 use countersign_gate::approval::webauthn;
 use http_body_util::{BodyExt, Limited};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::guard::{self, Body};
 use crate::pages::{esc, shell};
-use crate::serve::check_loopback;
+use crate::serve::{check_loopback, serve};
 use crate::{CSS, JS};
 
 /// How long the page's last answer is given to reach the browser.
@@ -100,33 +98,26 @@ impl Enrollment {
         if let Ok(mut slot) = self.state.done.lock() {
             *slot = Some(tx);
         }
-        let deadline = tokio::time::sleep(wait);
-        tokio::pin!(deadline);
-        loop {
+        let state = self.state.clone();
+        let service = service_fn(move |req| {
+            let state = state.clone();
+            async move { Ok::<_, Infallible>(answer(&state, req).await) }
+        });
+        let mut made = None;
+        let stop = async {
             tokio::select! {
-                () = &mut deadline => {
-                    return Err(io::Error::new(io::ErrorKind::TimedOut, "no passkey was registered in time"));
-                }
-                Some(passkey) = rx.recv() => {
+                () = tokio::time::sleep(wait) => {}
+                passkey = rx.recv() => {
+                    made = passkey;
                     // Let the page's answer go out before the caller ends the process.
                     tokio::time::sleep(ANSWER_GRACE).await;
-                    return Ok(passkey);
-                }
-                accepted = self.listener.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let state = self.state.clone();
-                    tokio::spawn(async move {
-                        let service = service_fn(move |req| {
-                            let state = state.clone();
-                            async move { Ok::<_, Infallible>(answer(&state, req).await) }
-                        });
-                        let _ = http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await;
-                    });
                 }
             }
-        }
+        };
+        serve(&self.listener, service, stop).await?;
+        made.ok_or_else(|| {
+            io::Error::new(io::ErrorKind::TimedOut, "no passkey was registered in time")
+        })
     }
 }
 
