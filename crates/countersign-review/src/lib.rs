@@ -194,12 +194,7 @@ impl Review {
         let post = call.method == Method::POST;
         // Reachable without a session: the sign-in and the static files.
         match (segments.as_slice(), get, post) {
-            (["static", "review.css"], true, _) => {
-                return guard::respond(StatusCode::OK, "text/css; charset=utf-8", CSS);
-            }
-            (["static", "review.js"], true, _) => {
-                return guard::respond(StatusCode::OK, "text/javascript; charset=utf-8", JS);
-            }
+            (["static", file], true, _) => return static_file(file).unwrap_or_else(not_found),
             (["login"], true, _) if self.development => return guard::redirect("/review"),
             (["login"], true, _) => return pages::login(),
             (["login", "challenge"], _, true) => return api::login_challenge(self),
@@ -287,6 +282,23 @@ where
     fn call(&self, req: Request<B>) -> Self::Future {
         let review = self.clone();
         Box::pin(async move { Ok(review.handle(req).await) })
+    }
+}
+
+/// The page's one stylesheet or its one script, embedded in the binary.
+pub(crate) fn static_file(name: &str) -> Option<Response<Body>> {
+    match name {
+        "review.css" => Some(guard::respond(
+            StatusCode::OK,
+            "text/css; charset=utf-8",
+            CSS,
+        )),
+        "review.js" => Some(guard::respond(
+            StatusCode::OK,
+            "text/javascript; charset=utf-8",
+            JS,
+        )),
+        _ => None,
     }
 }
 

@@ -35,7 +35,6 @@ use tokio::sync::mpsc;
 use crate::guard::{self, Body};
 use crate::pages::{esc, shell};
 use crate::serve::{check_loopback, serve};
-use crate::{CSS, JS};
 
 /// How long the page's last answer is given to reach the browser.
 const ANSWER_GRACE: Duration = Duration::from_millis(300);
@@ -149,15 +148,13 @@ where
         Err(r) => return guard::error(StatusCode::FORBIDDEN, "FORBIDDEN", r.message()),
     };
     let path = parts.uri.path();
-    match (&parts.method, path) {
-        (&Method::GET, "/review/static/review.css") => {
-            guard::respond(StatusCode::OK, "text/css; charset=utf-8", CSS)
-        }
-        (&Method::GET, "/review/static/review.js") => {
-            guard::respond(StatusCode::OK, "text/javascript; charset=utf-8", JS)
-        }
-        (&Method::GET, p) if p == state.path => page(state),
-        (&Method::POST, p) if p == state.path => {
+    let file = path
+        .strip_prefix("/review/static/")
+        .and_then(crate::static_file);
+    match (&parts.method, path, file) {
+        (&Method::GET, _, Some(file)) => file,
+        (&Method::GET, p, _) if p == state.path => page(state),
+        (&Method::POST, p, _) if p == state.path => {
             let Ok(body) = Limited::new(body, 64 * 1024).collect().await else {
                 return guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "bad body");
             };
