@@ -31,7 +31,7 @@ pub fn tool_digest(tool: &Tool) -> Result<Digest> {
 ///
 /// # Errors
 /// `INVALID_ARGUMENT` when the annotations cannot be written as JSON.
-pub fn definition(tool: &Tool) -> Result<serde_json::Value> {
+pub(crate) fn definition(tool: &Tool) -> Result<serde_json::Value> {
     let mut object = serde_json::Map::new();
     object.insert("name".into(), tool.name.as_ref().into());
     if let Some(d) = &tool.description {
@@ -88,18 +88,13 @@ impl ToolDigests {
         }
         Ok(digest)
     }
-
-    /// The definition last seen under `name`, with its digest.
-    pub fn offered(&self, name: &str) -> Option<(Tool, Digest)> {
-        self.seen.lock().ok()?.get(name).cloned()
-    }
 }
 
 /// A review page served by this server shows the definitions it offers.
 #[cfg(feature = "http")]
 impl countersign_review::tools::ToolCatalog for ToolDigests {
     fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)> {
-        let (tool, digest) = ToolDigests::offered(self, name)?;
+        let (tool, digest) = self.seen.lock().ok()?.get(name).cloned()?;
         Some((definition(&tool).ok()?, digest))
     }
 }

@@ -22,12 +22,12 @@ use super::Demo;
 use crate::{Countersign, Error, Result};
 
 /// The title of the sample agent's post.
-pub const SAMPLE_TITLE: &str = "Hello from countersign";
+pub(crate) const SAMPLE_TITLE: &str = "Hello from countersign";
 /// How often the sample agent looks at its draft.
 const POLL: Duration = Duration::from_millis(500);
 
 /// The arguments of the sample agent's `publish_post`.
-pub fn sample_post() -> Map<String, Value> {
+pub(crate) fn sample_post() -> Map<String, Value> {
     let post = json!({
         "title": SAMPLE_TITLE,
         "body": "This post was proposed by the sample agent and published only after a person approved this exact text.",
