@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
+mod applied;
 pub mod approval;
 pub mod audit;
 mod claim;

@@ -431,7 +431,7 @@ fn default_risk(mode: Mode) -> Risk {
     }
 }
 
-fn first_line(e: &toml::de::Error) -> String {
+pub(crate) fn first_line(e: &toml::de::Error) -> String {
     e.to_string()
         .lines()
         .next()

@@ -86,7 +86,7 @@ impl Countersign {
         confirm: Option<Confirmer>,
     ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
-        let effective = Policy::from_toml(&effective_policy(policy)?)?;
+        let effective = Policy::applied(policy)?;
         Ok(Countersign {
             gate: Arc::new(Gate::new(store, Arc::new(effective))),
             written,
@@ -123,7 +123,7 @@ impl Countersign {
         signers: Option<(Arc<Approvers>, Ledger)>,
     ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
-        let effective = Policy::from_toml(&effective_policy(policy)?)?;
+        let effective = Policy::applied(policy)?;
         let mut gate = countersign_gate::open(url, Arc::new(effective)).await?;
         if let Some((approvers, ledger)) = signers {
             gate = gate.with_approvers(approvers).with_ledger(ledger);
@@ -335,28 +335,6 @@ pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
     String::from_utf8_lossy(&draft.canonical).into_owned()
 }
 
-/// The policy the gate applies: the written one, with `[defaults] mode = "approval"` added when
-/// it names no default mode, so a tool the MCP layer decided to gate is never refused by the
-/// gate for want of an entry.
-fn effective_policy(written: Option<&str>) -> Result<String> {
-    let mut table: toml::Table = match written {
-        Some(text) => text
-            .parse()
-            .map_err(|e: toml::de::Error| Error::Config(e.to_string()))?,
-        None => toml::Table::new(),
-    };
-    let defaults = table
-        .entry("defaults")
-        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-    let Some(defaults) = defaults.as_table_mut() else {
-        return Err(Error::Config("[defaults] must be a table".into()));
-    };
-    defaults
-        .entry("mode")
-        .or_insert_with(|| toml::Value::String("approval".into()));
-    toml::to_string(&table).map_err(|e| Error::Config(e.to_string()))
-}
-
 /// Reads a policy file: `None` when `path` is `None` and the default file does not exist.
 ///
 /// # Errors
@@ -384,19 +362,4 @@ pub(crate) fn executed(exec: &countersign_gate::Execution) -> CallToolResult {
         "result": exec.output.structured,
     }));
     result
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn effective_policy_adds_an_approval_default_only_when_missing() {
-        let p = Policy::from_toml(&effective_policy(None).expect("policy")).expect("valid");
-        assert_eq!(p.lookup("anything").expect("default").mode, Mode::Approval);
-        let written = "[defaults]\nmode = \"deny\"\n[tools.\"x\"]\nmode = \"pass\"\n";
-        let p = Policy::from_toml(&effective_policy(Some(written)).expect("policy")).expect("ok");
-        assert_eq!(p.lookup("other").expect("default").mode, Mode::Deny);
-        assert_eq!(p.lookup("x").expect("entry").mode, Mode::Pass);
-    }
 }

@@ -102,3 +102,42 @@ async fn demo_on_a_fresh_home_works_with_the_cli() {
     assert_eq!(sc(&r)["result"]["slug"], "first", "{r:?}");
     client.cancel().await.expect("close");
 }
+
+#[tokio::test]
+async fn after_the_demo_the_proxy_and_the_cli_agree_on_a_tool_the_demo_policy_does_not_name() {
+    // The README in order, in one home folder: the demo first (it writes its policy, which names
+    // publish_post only), then the proxy in front of another server.
+    let home = Home::bare();
+    let demo = home.connect(&["--demo"]).await;
+    demo.cancel().await.expect("close");
+    let policy = std::fs::read_to_string(home.path().join("countersign.toml")).expect("policy");
+    assert!(!policy.contains("append_line"), "{policy}");
+
+    let proxy = home.proxy().await;
+    let target = home.path().join("notes.txt");
+    let r = call(
+        &proxy,
+        "append_line",
+        json!({"path": target, "line": "after the demo"}),
+    )
+    .await;
+    assert_eq!(code(&r), "APPROVAL_REQUIRED", "{r:?}");
+    let (draft, revision) = (
+        sc(&r)["draft_id"].as_str().expect("draft").to_owned(),
+        sc(&r)["revision"].as_str().expect("revision").to_owned(),
+    );
+
+    // The person runs exactly the command the server named (`--yes`: no terminal here).
+    let message = sc(&r)["error"]["message"].as_str().expect("message");
+    let command = message.split('`').nth(1).expect("a command in backquotes");
+    assert_eq!(command, format!("countersign approve {draft} {revision}"));
+    let mut words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    words.push("--yes");
+    let (c, out, err) = home.cli(&words);
+    assert_eq!(c, 0, "the command the server named must work:\n{out}\n{err}");
+
+    let r = execute(&proxy, &draft, &revision, "op-after-demo").await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    assert_eq!(home.lines("notes.txt"), vec!["after the demo".to_owned()]);
+    proxy.cancel().await.expect("close");
+}

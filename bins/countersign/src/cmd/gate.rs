@@ -6,7 +6,6 @@
 //! marked) plus what changed since the previous revision before asking.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
@@ -73,27 +72,25 @@ pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
     f
 }
 
-/// What an approver without a policy file of their own applies: every drafted tool needs a
-/// person's approval through the CLI, with the default approval lifetime. A draft exists only
-/// because a server's policy already sent the call to approval, so this adds no way in.
-const APPROVER_DEFAULTS: &str = "[defaults]\nmode = \"approval\"\n";
-
-/// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`. A named file that cannot
-/// be read fails closed; only the default location may be absent (see [`APPROVER_DEFAULTS`]).
+/// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`, read as the MCP server
+/// reads it ([`Policy::applied`]): a tool the file does not name is gated by approval, so a
+/// person can approve every draft the server told them to approve. A draft exists only because
+/// a server's policy already sent the call to approval, so this adds no way in. A named file that
+/// cannot be read fails closed; only the default location may be absent.
 pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
-    let path: PathBuf = match &ctx.config {
-        Some(p) => p.clone(),
+    match &ctx.config {
+        Some(path) => Policy::load_applied(path).map_err(|e| failure(&e)),
         None => {
             let path = countersign_replay::home_dir()
                 .map_err(|e| Failure::environment("CONFIG_INVALID", e.to_string()))?
                 .join("countersign.toml");
-            if !path.exists() {
-                return Policy::from_toml(APPROVER_DEFAULTS).map_err(|e| failure(&e));
+            if path.exists() {
+                Policy::load_applied(&path).map_err(|e| failure(&e))
+            } else {
+                Policy::applied(None).map_err(|e| failure(&e))
             }
-            path
         }
-    };
-    Policy::load(&path).map_err(|e| failure(&e))
+    }
 }
 
 /// The gate over the configured store, checking approvals against the approvers file when one
