@@ -18,7 +18,7 @@ use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::webauthn::Assertion;
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, check_signed, sshsig};
-use countersign_gate::receipt::verify_receipt;
+use countersign_gate::receipt::{Trust, verify_receipt};
 use countersign_gate::{FnAction, Gate, MemoryStore, Policy, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -229,7 +229,11 @@ fn bench(c: &mut Criterion) {
     });
     group.bench_function("receipt_verify_one_approval", |b| {
         b.iter(|| {
-            black_box(verify_receipt(black_box(&f.receipt), Some(&f.approvers))).expect("valid")
+            let trust = Trust {
+                approvers: Some(&f.approvers),
+                ..Trust::default()
+            };
+            black_box(verify_receipt(black_box(&f.receipt), &trust)).expect("valid")
         });
     });
     group.bench_function("baseline_p256_ecdsa_verify", |b| {

@@ -3,7 +3,7 @@
 //! git's allowed_signers, SSH signatures and receipts. Never a panic; a statement that parses is
 //! its own canonical bytes and parses again to itself.
 use countersign_gate::approval::{Approvers, Statement, import_allowed_signers, sshsig};
-use countersign_gate::receipt::verify_receipt;
+use countersign_gate::receipt::{Trust, verify_receipt};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         _ => {
-            let _ = verify_receipt(rest, None);
+            let _ = verify_receipt(rest, &Trust::default());
         }
     }
 });

@@ -235,13 +235,17 @@ fn a_receipt_verifies_offline_and_no_single_byte_of_it_can_change() {
     assert!(text.contains("succeeded"), "{text}");
     let bytes = std::fs::read(&file).expect("receipt");
     let approvers = countersign_gate::approval::Approvers::load(&env.approvers()).expect("file");
-    countersign_gate::receipt::verify_receipt(&bytes, Some(&approvers)).expect("verifies");
+    let trust = countersign_gate::receipt::Trust {
+        approvers: Some(&approvers),
+        ..Default::default()
+    };
+    countersign_gate::receipt::verify_receipt(&bytes, &trust).expect("verifies");
     // Every single-byte change is caught.
     for i in 0..bytes.len() {
         let mut changed = bytes.clone();
         changed[i] ^= 0x01;
         assert!(
-            countersign_gate::receipt::verify_receipt(&changed, Some(&approvers)).is_err(),
+            countersign_gate::receipt::verify_receipt(&changed, &trust).is_err(),
             "a change at byte {i} ({:?}) went unnoticed",
             String::from_utf8_lossy(&bytes[i.saturating_sub(20)..(i + 20).min(bytes.len())])
         );

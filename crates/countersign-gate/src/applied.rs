@@ -62,7 +62,10 @@ mod tests {
         assert_eq!(p.lookup("anything").expect("default").mode, Mode::Approval);
         let demo = "[tools.\"publish_post\"]\nmode = \"approval\"\nquorum = 2\n";
         let p = Policy::applied(Some(demo)).expect("policy");
-        assert_eq!(p.lookup("append_line").expect("default").mode, Mode::Approval);
+        assert_eq!(
+            p.lookup("append_line").expect("default").mode,
+            Mode::Approval
+        );
         assert_eq!(p.lookup("publish_post").expect("entry").need(), 2);
         let written = "[defaults]\nmode = \"deny\"\n[tools.\"x\"]\nmode = \"pass\"\n";
         let p = Policy::applied(Some(written)).expect("policy");

@@ -255,6 +255,10 @@ impl ClaimCtx<'_> {
                     .number("quorum", i64::from(need))
                     .text("approvers", &rule_text(&tool.approvers))
                     .text("signed", signed_text(tool, self.gate))
+                    .text(
+                        "self_approval",
+                        if tool.self_approval { "true" } else { "false" },
+                    )
                     .outcome(Ok(())),
             ],
             ..Commit::default()

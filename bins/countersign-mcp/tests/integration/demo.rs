@@ -134,7 +134,10 @@ async fn after_the_demo_the_proxy_and_the_cli_agree_on_a_tool_the_demo_policy_do
     let mut words: Vec<&str> = command.split_whitespace().skip(1).collect();
     words.push("--yes");
     let (c, out, err) = home.cli(&words);
-    assert_eq!(c, 0, "the command the server named must work:\n{out}\n{err}");
+    assert_eq!(
+        c, 0,
+        "the command the server named must work:\n{out}\n{err}"
+    );
 
     let r = execute(&proxy, &draft, &revision, "op-after-demo").await;
     assert_ne!(r.is_error, Some(true), "{r:?}");

@@ -146,6 +146,17 @@ impl Env {
         .expect("revise")
     }
 
+    /// A person's edit (as the review page makes it): the audit record names `editor`.
+    pub(crate) fn revise_by(&self, d: &Draft, args: &str, editor: &str) -> Draft {
+        rt().block_on(self.gate().revise_by(
+            d.id.as_str(),
+            &d.revision.to_hex(),
+            args.as_bytes(),
+            Some(editor),
+        ))
+        .expect("revise")
+    }
+
     pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().expect("run countersign")
     }

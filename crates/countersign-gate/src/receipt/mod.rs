@@ -1,0 +1,119 @@
+//! Receipts: the evidence of one draft, checkable offline by anyone holding the approvers'
+//! public keys (docs/receipts.md).
+//!
+//! A receipt holds the envelope (so the revision can be recomputed), the contiguous stretch of
+//! the audit chain from the draft's proposal to its last record (so every record is linked to
+//! the next by its digest), and, spelled out for a reader, what those records say: the signed
+//! approvals, the policy that applied, the editor of the revision and the execution. Nothing in
+//! it is taken on its word: the verifier derives the spelled-out parts from the chain again and
+//! requires them to be equal, and the receipt must be canonical JSON — so a change of any single
+//! byte is caught. The chain's start is not anchored, though, so whoever writes a receipt can
+//! write a whole consistent one: what must be signed, and by how many, comes from what the
+//! verifier trusts ([`Trust`]), and the verdict names the source of the rule it relied on.
+
+mod facts;
+mod rule;
+mod verify;
+
+use countersign_canon::{Object, Value};
+
+use crate::approval::Approvers;
+use crate::audit::AuditRecord;
+use crate::error::{Error, Result};
+use crate::gate::Gate;
+use crate::policy::Policy;
+
+use self::facts::{derive, record_value};
+pub use self::rule::{Rule, RuleSource};
+pub use self::verify::verify_receipt;
+
+const TYPE: &str = "countersign/receipt";
+const MAX_RECEIPT: usize = 64 * 1024 * 1024;
+
+impl Gate {
+    /// The receipt of one draft as canonical JSON bytes.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` (no such draft, or its records were never written), `STORE_TAMPERED`,
+    /// `STORE_UNAVAILABLE`.
+    pub async fn receipt(&self, draft_id: &str) -> Result<Vec<u8>> {
+        let draft = self.draft(draft_id).await?;
+        let records = self.store.audit().await?;
+        // Records are flat canonical objects, where a quote inside a string is escaped, so this
+        // byte run can only be the record's own `draft` member: the stretch is found without
+        // parsing every record of the chain (`derive` parses the stretch's).
+        let needle = format!("\"draft\":\"{}\"", draft.id);
+        let mine = |r: &AuditRecord| r.body.windows(needle.len()).any(|w| w == needle.as_bytes());
+        let first = records.iter().position(mine).ok_or(Error::NotFound)?;
+        let last = records.iter().rposition(mine).ok_or(Error::NotFound)?;
+        let segment = &records[first..=last];
+        let envelope = String::from_utf8_lossy(&draft.canonical).into_owned();
+        let facts = derive(&draft.id, &draft.revision, segment).map_err(Error::store)?;
+        let mut o = Object::new();
+        o.insert("v", Value::Number(1.0));
+        o.insert("type", Value::String(TYPE.into()));
+        o.insert("draft_id", Value::String(draft.id.as_str().into()));
+        o.insert("action", Value::String(draft.action.clone()));
+        o.insert("envelope", Value::String(envelope));
+        o.insert("revision", Value::String(draft.revision.to_hex()));
+        facts.write(&mut o);
+        o.insert(
+            "audit",
+            Value::Array(segment.iter().map(record_value).collect()),
+        );
+        Ok(Value::Object(o).to_canonical_bytes())
+    }
+}
+
+/// What a receipt verification established, for a person to read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verified {
+    /// The draft.
+    pub draft_id: String,
+    /// The action.
+    pub action: String,
+    /// The revision, recomputed from the envelope.
+    pub revision: String,
+    /// Each counted approver and how their approval was made (`ssh` or `unsigned`).
+    pub approvals: Vec<(String, String)>,
+    /// The execution's operation id and outcome, when it ran.
+    pub execution: Option<(String, String)>,
+    /// Whether the signing keys were checked against an approvers file.
+    pub keys_checked: bool,
+    /// The person whose edit on the review page made the revision, when a person's edit did.
+    pub editor: Option<String>,
+    /// The quorum, signature and self-approval rule the verification relied on, and its source.
+    pub rule: Rule,
+}
+
+/// What the verifier trusts besides the receipt itself.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Trust<'a> {
+    /// The approvers file: whose keys the signatures must be. With it, unsigned approvals fail
+    /// unless `allow_unsigned`.
+    pub approvers: Option<&'a Approvers>,
+    /// The operator's policy file: the quorum, `signed` and `self_approval` rule relied on.
+    /// Without it the receipt's own claim is used, which whoever wrote the receipt could have
+    /// chosen.
+    pub policy: Option<&'a Policy>,
+    /// Accept unsigned approvals although an approvers file is given (where the rule relied on
+    /// does not need signatures).
+    pub allow_unsigned: bool,
+}
+
+/// A part of a receipt that does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{part}: {problem}")]
+pub struct ReceiptError {
+    /// Which part: `format`, `envelope`, `audit`, `approval alice`, `quorum`, `execution`…
+    pub part: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+fn fail(part: impl Into<String>, problem: impl Into<String>) -> ReceiptError {
+    ReceiptError {
+        part: part.into(),
+        problem: problem.into(),
+    }
+}
