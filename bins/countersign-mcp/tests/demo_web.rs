@@ -280,3 +280,64 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
     );
     assert_eq!(std::fs::read_dir(&out).expect("out").count(), 1);
 }
+
+#[test]
+fn the_sample_agent_follows_an_edit_made_on_the_page_and_publishes_it_once() {
+    if !have_chromium() {
+        return;
+    }
+    let _one = one_at_a_time();
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = home.path().join("out");
+    let mut demo = Demo::start(home.path(), &out);
+    let url = format!("http://localhost:{}{}", demo.port, demo.path);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let chrome = Chrome::launch().await;
+        chrome.goto(&url).await;
+        let old = chrome.js("document.body.dataset.revision").await;
+        let old = old.as_str().unwrap_or("").to_owned();
+        assert_eq!(old.len(), 64, "the page shows the proposed revision");
+        chrome
+            .js("document.querySelector('[data-pointer=\"/title\"]').value = 'Edited on the page'")
+            .await;
+        chrome.click("#save").await;
+        chrome
+            .until(
+                &format!(
+                    "document.readyState === 'complete' && document.body.dataset.revision !== '{old}'"
+                ),
+                "the draft page of the edited revision",
+            )
+            .await;
+        let shown = chrome.js("document.body.innerText").await;
+        assert!(
+            shown.as_str().unwrap_or("").contains("Edited on the page"),
+            "{shown}"
+        );
+        chrome.click("#approve").await;
+        let status = chrome.status().await;
+        assert!(status.starts_with("approved"), "{status}");
+        chrome.close().await;
+    });
+    let written = demo.published();
+    assert_eq!(written, out.join("edited-on-the-page.json"));
+    let mut edited: serde_json::Value = serde_json::from_slice(&sample_post()).expect("json");
+    edited["title"] = serde_json::json!("Edited on the page");
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(&written).expect("the post")),
+        String::from_utf8_lossy(&serde_json::to_vec(&edited).expect("json")),
+        "the edited bytes were published"
+    );
+    assert!(
+        demo.seen.contains("follows the edit"),
+        "the agent says it runs the edit:\n{}",
+        demo.seen
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(std::fs::read_dir(&out).expect("out").count(), 1, "once");
+}

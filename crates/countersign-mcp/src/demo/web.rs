@@ -1,8 +1,9 @@
 //! `countersign-mcp --demo --web ADDR`: the newcomer path. The review page is served on a
 //! loopback address over the demo's gate, and a built-in sample agent proposes one
 //! `publish_post` through the same [`Countersign`] layer the MCP server uses, waits for a person
-//! to approve or reject it on the page, and then runs it as `countersign_execute` would (with a
-//! fresh operation id), which writes `out/<slug>.json`.
+//! to approve or reject it on the page — following the person's edits there — and then runs the
+//! approved revision as `countersign_execute` would (with a fresh operation id), which writes
+//! `out/<slug>.json`.
 //!
 //! Without an approvers file the page is the development-only one
 //! ([`Review::development_mode`]): a loud banner, everyone is `developer`, and approvals are
@@ -12,8 +13,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use countersign_canon::Principal;
-use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, State};
+use countersign_canon::{Principal, Revision};
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, ErrorCode, State};
 pub use countersign_review::DEVELOPMENT_BANNER;
 use countersign_review::{LoopbackServer, Review};
 use serde_json::{Map, Value, json};
@@ -76,6 +77,10 @@ pub async fn bind(addr: SocketAddr, core: &Countersign) -> Result<LoopbackServer
 /// page's base, `http://localhost:PORT/review`), waits, and runs it once approved. Returns the
 /// file written, or `None` when the draft was rejected or expired.
 ///
+/// It follows edits: a person may edit the post on the page, which makes a new revision, and
+/// approve that. Re-binding the approval to the edited bytes is the feature, so the agent runs
+/// whatever revision of its draft is approved when it looks, and says which before it runs it.
+///
 /// # Errors
 /// The gate's refusals, or the publication's failure.
 pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result<Option<PathBuf>> {
@@ -83,24 +88,36 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
         .propose_draft(&Demo::tool(), &sample_post(), Principal::default())
         .await?;
     let id = draft.id.as_str().to_owned();
-    let revision = draft.revision.to_hex();
+    let proposed = draft.revision;
     eprintln!(
         "\ncountersign demo: the sample agent proposed a post \"{SAMPLE_TITLE}\".\n\
-         Open {page}/draft/{id} to review and approve it (revision {revision}).\n"
+         Open {page}/draft/{id} to review and approve it (revision {proposed}).\n"
     );
-    loop {
-        let now = i64::try_from(
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap_or_default()
-                .as_millis(),
-        )
-        .unwrap_or(i64::MAX);
+    let port = DemoPort { demo };
+    // The revision and approval count of the last attempt refused as "not yet": tried again only
+    // once either changes, so a draft waiting for its quorum does not fill the audit chain.
+    let mut refused: Option<(Revision, usize)> = None;
+    let execution = loop {
         let current = core.gate().draft(&id).await?;
         match &current.state {
-            State::Approved(_) => break,
-            State::Proposed(_) if now <= current.expires_at => {}
-            State::Proposed(_) => {
+            State::Approved(a) if refused != Some((current.revision, a.approvals().len())) => {
+                let revision = current.revision.to_hex();
+                announce(&current, current.revision != proposed);
+                match core
+                    .gate()
+                    .execute(&id, &revision, &operation_id(), &port)
+                    .await
+                {
+                    Ok(execution) => break execution,
+                    // Still short of its quorum, or edited again since it was read: nothing ran.
+                    Err(e) if still_waiting(&e) => {
+                        refused = Some((current.revision, a.approvals().len()));
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            State::Proposed(_) | State::Approved(_) if now_ms() <= current.expires_at => {}
+            State::Proposed(_) | State::Approved(_) => {
                 eprintln!(
                     "countersign demo: nobody approved the draft in time; nothing was published"
                 );
@@ -115,19 +132,7 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
             }
         }
         tokio::time::sleep(POLL).await;
-    }
-    let operation_id = format!(
-        "sample-agent-{}",
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    );
-    let port = DemoPort { demo };
-    let execution = core
-        .gate()
-        .execute(&id, &revision, &operation_id, &port)
-        .await?;
+    };
     let path = execution
         .output
         .structured
@@ -141,6 +146,56 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
         );
     }
     Ok(path)
+}
+
+/// Says which revision the agent is about to run and its title, escaped for the terminal.
+fn announce(draft: &countersign_gate::Draft, edited: bool) {
+    let title = countersign_gate::envelope_value(draft)
+        .ok()
+        .and_then(|v| {
+            v.pointer("/args/title")
+                .and_then(|t| t.as_str().map(str::to_owned))
+        })
+        .unwrap_or_default();
+    let title = countersign_canon::show_escaped(&title).0;
+    if edited {
+        eprintln!(
+            "countersign demo: the post was edited on the page; the sample agent follows the edit"
+        );
+    }
+    eprintln!(
+        "countersign demo: running the approved revision {} of the post \"{title}\"",
+        draft.revision
+    );
+}
+
+/// A refusal that means "not yet" and ran nothing: keep watching the draft.
+fn still_waiting(e: &countersign_gate::Error) -> bool {
+    matches!(
+        e.code(),
+        ErrorCode::ApprovalRequired | ErrorCode::StaleRevision
+    )
+}
+
+/// A fresh operation id for each attempt: an attempt that was refused recorded no operation.
+fn operation_id() -> String {
+    format!(
+        "sample-agent-{}",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+    )
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis(),
+    )
+    .unwrap_or(i64::MAX)
 }
 
 /// Runs an approved `publish_post` on the demo itself.
