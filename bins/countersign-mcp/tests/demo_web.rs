@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
+use tempfile::TempDir;
 
 fn mcp_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_countersign-mcp"))
@@ -220,15 +221,17 @@ fn the_web_demo_refuses_a_non_loopback_address() {
     assert!(!home.path().join("countersign.db").exists());
 }
 
-#[test]
-fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
+/// A fresh demo in its own home, its sample draft opened in headless Chromium and `steps` run
+/// there (given the page's port); then the demo, to read what it printed, and its out folder.
+/// `None` without Chromium.
+fn in_browser(steps: impl AsyncFnOnce(&Chrome, u16)) -> Option<(Demo, PathBuf, TempDir)> {
     if !have_chromium() {
-        return;
+        return None;
     }
     let _one = one_at_a_time();
     let home = tempfile::tempdir().expect("tempdir");
     let out = home.path().join("out");
-    let mut demo = Demo::start(home.path(), &out);
+    let demo = Demo::start(home.path(), &out);
     let url = format!("http://localhost:{}{}", demo.port, demo.path);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -238,6 +241,15 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
     runtime.block_on(async {
         let chrome = Chrome::launch().await;
         chrome.goto(&url).await;
+        steps(&chrome, demo.port).await;
+        chrome.close().await;
+    });
+    Some((demo, out, home))
+}
+
+#[test]
+fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
+    let Some((mut demo, out, _home)) = in_browser(async |chrome, port| {
         let shown = chrome.js("document.body.innerText").await;
         let shown = shown.as_str().unwrap_or("");
         assert!(shown.contains("DEVELOPMENT MODE"), "the banner: {shown}");
@@ -262,7 +274,7 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
         assert!(status.starts_with("approved"), "{status}");
         // Once the sample agent has run it, the open list has nothing left to decide.
         chrome
-            .goto(&format!("http://localhost:{}/review", demo.port))
+            .goto(&format!("http://localhost:{port}/review"))
             .await;
         chrome
             .until(
@@ -270,8 +282,9 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
                 "an empty list",
             )
             .await;
-        chrome.close().await;
-    });
+    }) else {
+        return;
+    };
     let written = demo.published();
     assert_eq!(
         std::fs::read(&written).expect("the post"),
@@ -283,37 +296,9 @@ fn a_newcomer_approves_the_sample_post_in_a_real_browser() {
 
 #[test]
 fn the_sample_agent_follows_an_edit_made_on_the_page_and_publishes_it_once() {
-    if !have_chromium() {
-        return;
-    }
-    let _one = one_at_a_time();
-    let home = tempfile::tempdir().expect("tempdir");
-    let out = home.path().join("out");
-    let mut demo = Demo::start(home.path(), &out);
-    let url = format!("http://localhost:{}{}", demo.port, demo.path);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        let chrome = Chrome::launch().await;
-        chrome.goto(&url).await;
-        let old = chrome.js("document.body.dataset.revision").await;
-        let old = old.as_str().unwrap_or("").to_owned();
-        assert_eq!(old.len(), 64, "the page shows the proposed revision");
-        chrome
-            .js("document.querySelector('[data-pointer=\"/title\"]').value = 'Edited on the page'")
-            .await;
-        chrome.click("#save").await;
-        chrome
-            .until(
-                &format!(
-                    "document.readyState === 'complete' && document.body.dataset.revision !== '{old}'"
-                ),
-                "the draft page of the edited revision",
-            )
-            .await;
+    let Some((mut demo, out, _home)) = in_browser(async |chrome, _| {
+        let edited = chrome.save_edit("/title", "Edited on the page").await;
+        assert_eq!(edited.len(), 64, "the page of the edited revision");
         let shown = chrome.js("document.body.innerText").await;
         assert!(
             shown.as_str().unwrap_or("").contains("Edited on the page"),
@@ -322,8 +307,9 @@ fn the_sample_agent_follows_an_edit_made_on_the_page_and_publishes_it_once() {
         chrome.click("#approve").await;
         let status = chrome.status().await;
         assert!(status.starts_with("approved"), "{status}");
-        chrome.close().await;
-    });
+    }) else {
+        return;
+    };
     let written = demo.published();
     assert_eq!(written, out.join("edited-on-the-page.json"));
     let mut edited: serde_json::Value = serde_json::from_slice(&sample_post()).expect("json");

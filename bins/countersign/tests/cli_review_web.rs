@@ -84,20 +84,9 @@ fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
         let d = env.propose(POST);
         let old = d.revision.to_hex();
         chrome.open(env, &d).await;
-        chrome
-            .js("document.querySelector('[data-pointer=\"/title\"]').value = 'Quarterly results (draft)'")
+        let new = chrome
+            .save_edit("/title", "Quarterly results (draft)")
             .await;
-        chrome.click("#save").await;
-        chrome
-            .until(
-                &format!(
-                    "document.readyState === 'complete' && document.body.dataset.revision !== '{old}'"
-                ),
-                "the draft page of the new revision",
-            )
-            .await;
-        let new = chrome.js("document.body.dataset.revision").await;
-        let new = new.as_str().unwrap_or("").to_owned();
         let diff = chrome
             .js("document.querySelector('ul.diff').innerText")
             .await;

@@ -131,6 +131,28 @@ impl Chrome {
         panic!("timed out waiting for {what}");
     }
 
+    /// Edits one field of the draft page as a person does — the input for `pointer` set to
+    /// `value`, then "Save as a new revision" — and waits for the page of the new revision,
+    /// which it returns.
+    pub async fn save_edit(&self, pointer: &str, value: &str) -> String {
+        let revision = "document.body.dataset.revision";
+        let old = self.js(revision).await.as_str().unwrap_or("").to_owned();
+        let quoted = |s: &str| serde_json::Value::from(s).to_string();
+        self.js(&format!(
+            "document.querySelector('[data-pointer=' + JSON.stringify({}) + ']').value = {}",
+            quoted(pointer),
+            quoted(value)
+        ))
+        .await;
+        self.click("#save").await;
+        self.until(
+            &format!("document.readyState === 'complete' && {revision} !== '{old}'"),
+            "the draft page of the new revision",
+        )
+        .await;
+        self.js(revision).await.as_str().unwrap_or("").to_owned()
+    }
+
     /// The status line once it says something final.
     pub async fn status(&self) -> String {
         self.until(
