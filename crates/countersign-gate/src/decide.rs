@@ -18,14 +18,22 @@ pub(crate) fn audit(event: AuditEvent) -> Commit {
     }
 }
 
+/// A new revision as it reaches the decision: its revision, its bytes, and who made it (a
+/// person's name for an edit on the review page, `None` for the agent).
+pub(crate) struct Revising<'a> {
+    pub(crate) expected: Revision,
+    pub(crate) revision: Revision,
+    pub(crate) canonical: &'a [u8],
+    pub(crate) editor: Option<&'a str>,
+}
+
 pub(crate) fn decide_revise(
     snap: Snapshot,
-    expected: Revision,
-    revision: Revision,
-    canonical: &[u8],
+    input: &Revising<'_>,
     event: &AuditEvent,
     now: i64,
 ) -> (Commit, Result<Draft>) {
+    let (expected, revision, canonical) = (input.expected, input.revision, input.canonical);
     let Some(mut draft) = snap.draft else {
         return (
             audit(event.clone().outcome(Err(&Error::NotFound))),
@@ -63,11 +71,15 @@ pub(crate) fn decide_revise(
     draft.seq += 1;
     draft.revision = revision;
     draft.canonical = canonical.to_vec();
+    // Whoever made this revision proposes it: an agent's revise after a person's edit makes the
+    // agent the proposer again.
+    draft.editor = input.editor.map(str::to_owned);
     let record = RevisionRecord {
         draft_id: draft.id.clone(),
         seq: draft.seq,
         revision,
         canonical: canonical.to_vec(),
+        editor: draft.editor.clone(),
         created_at: now,
     };
     (
@@ -126,6 +138,9 @@ pub(crate) fn decide_approve(
             tool: draft.action.clone(),
             why: "approval through this channel is not allowed",
         });
+    }
+    if let Err(e) = tool.check_quorum(input.approvers.is_some()) {
+        return refuse(e);
     }
     if input.evidence.is_none() && tool.requires_signature(input.approvers.is_some()) {
         return refuse(Error::SignatureInvalid {

@@ -99,6 +99,9 @@ pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
 /// The gate over the configured store, checking approvals against the approvers file when one
 /// is configured (an unreadable or writable-by-others file fails closed).
 pub(crate) async fn open_gate(ctx: &Ctx, policy: Policy) -> Result<Gate, Failure> {
+    policy
+        .check_signing(ctx.approvers.is_some())
+        .map_err(|e| failure(&e))?;
     let url = store_url(ctx)?;
     let mut gate = countersign_gate::open(&url, Arc::new(policy))
         .await
