@@ -85,9 +85,7 @@ impl Draft {
     /// edit made it, else the agent's subject. `self_approval = false` keeps them from
     /// approving it, so a person's edit needs someone else's eyes like an agent's proposal does.
     pub fn proposer(&self) -> Option<&str> {
-        self.editor
-            .as_deref()
-            .or(self.principal.subject.as_deref())
+        self.editor.as_deref().or(self.principal.subject.as_deref())
     }
 
     /// Whether the stored bytes still hash to the stored revision and name the stored action

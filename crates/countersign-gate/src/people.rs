@@ -83,10 +83,11 @@ impl Policy {
             .chain(self.globs.iter().map(|e| (e.pattern.as_str(), &e.policy)))
             .chain(self.fallback.iter().map(|p| ("[defaults]", p)));
         for (name, tool) in entries {
-            tool.check_quorum(approvers_configured).map_err(|e| match e {
-                Error::Config(m) => Error::Config(format!("tool {name:?}: {m}")),
-                other => other,
-            })?;
+            tool.check_quorum(approvers_configured)
+                .map_err(|e| match e {
+                    Error::Config(m) => Error::Config(format!("tool {name:?}: {m}")),
+                    other => other,
+                })?;
         }
         Ok(())
     }
