@@ -126,9 +126,21 @@ impl Approvers {
                 keys.push((key.key_data().clone(), a.name.clone()));
                 ssh.push(key);
             }
-            let mut passkeys = Vec::with_capacity(a.passkeys.len());
+            let mut passkeys: Vec<Passkey> = Vec::with_capacity(a.passkeys.len());
             for p in a.passkeys {
-                passkeys.push(passkey(&a.name, p)?);
+                let p = passkey(&a.name, p)?;
+                let earlier = list
+                    .iter()
+                    .flat_map(|e: &Approver| e.passkeys.iter().map(move |k| (e.name.as_str(), k)))
+                    .chain(passkeys.iter().map(|k| (a.name.as_str(), k)));
+                if let Some((other, what)) = clash(earlier, &p) {
+                    return Err(config(format!(
+                        "one passkey {what} is listed for both {other:?} and {:?}: a passkey \
+                         must name exactly one person",
+                        a.name
+                    )));
+                }
+                passkeys.push(p);
             }
             list.push(Approver {
                 name: a.name,
@@ -155,6 +167,17 @@ impl Approvers {
         self.list
             .iter()
             .find_map(|a| a.passkeys.iter().find(|p| p.id == id).map(|p| (a, p)))
+    }
+
+    /// Who already holds `passkey` — its credential id, or its public key under any credential
+    /// id — and which of the two matched: an enrollment must not hand out a second name for a
+    /// passkey someone is listed with.
+    pub fn passkey_holder(&self, passkey: &Passkey) -> Option<(&str, &'static str)> {
+        let listed = self
+            .list
+            .iter()
+            .flat_map(|a| a.passkeys.iter().map(move |k| (a.name.as_str(), k)));
+        clash(listed, passkey)
     }
 
     /// The approver one of whose ssh keys is `key`.
@@ -220,6 +243,25 @@ fn passkey(name: &str, p: RawPasskey) -> Result<Passkey> {
         key: b64("key", &p.key)?,
         origin: p.origin,
     })
+}
+
+/// The first of `listed` that is `p` again: the same credential id, or the same public key
+/// compared as key material (bytes that hold no key compare as they are).
+fn clash<'a>(
+    listed: impl Iterator<Item = (&'a str, &'a Passkey)>,
+    p: &Passkey,
+) -> Option<(&'a str, &'static str)> {
+    let material = |k: &Passkey| super::webauthn::key_material(&k.key).unwrap_or(k.key.clone());
+    let mine = material(p);
+    for (name, k) in listed {
+        if k.id == p.id {
+            return Some((name, "credential id"));
+        }
+        if material(k) == mine {
+            return Some((name, "public key"));
+        }
+    }
+    None
 }
 
 fn strip(e: &Error) -> String {
