@@ -78,8 +78,8 @@ impl Approvers {
     /// # Errors
     /// `CONFIG_INVALID` for an unreadable, writable-by-others or invalid file.
     pub fn load(path: &Path) -> Result<Self> {
-        check_permissions(path)?;
-        let text = std::fs::read_to_string(path)
+        let read = check_permissions(path)?;
+        let text = std::fs::read_to_string(&read)
             .map_err(|e| config(format!("cannot read approvers {}: {e}", path.display())))?;
         Self::from_toml(&text)
             .map_err(|e| config(format!("approvers {}: {}", path.display(), strip(&e))))
@@ -272,12 +272,17 @@ fn strip(e: &Error) -> String {
 }
 
 /// Refuses a file that is not a regular file, or that group or others may write, or whose
-/// folder others may write (they could put another file in its place).
+/// folder others may write (they could put another file in its place). A symbolic link is
+/// followed to the file it names, and the folder holding that file is checked too: a link from a
+/// safe folder into a writable one is a writable file. Returns the resolved path, the one to
+/// read, so a link swapped after the check is not followed a second time.
 #[cfg(unix)]
-fn check_permissions(path: &Path) -> Result<()> {
+fn check_permissions(path: &Path) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| config(format!("cannot read approvers {}: {e}", path.display())))?;
+    let unreadable =
+        |e: std::io::Error| config(format!("cannot read approvers {}: {e}", path.display()));
+    let resolved = std::fs::canonicalize(path).map_err(unreadable)?;
+    let meta = std::fs::metadata(&resolved).map_err(unreadable)?;
     if !meta.is_file() {
         return Err(config(format!(
             "approvers {} is not a regular file",
@@ -288,29 +293,30 @@ fn check_permissions(path: &Path) -> Result<()> {
         return Err(config(format!(
             "approvers {} is writable by group or others; make it writable by its owner only \
              (chmod go-w), ideally owned by another user than the agent's",
-            path.display()
+            resolved.display()
         )));
     }
-    let folder = std::path::absolute(path)
+    let named = std::path::absolute(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
-    if let Some(folder) = folder
-        && let Ok(meta) = std::fs::metadata(&folder)
-    {
-        let mode = meta.permissions().mode();
-        if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-            return Err(config(format!(
-                "the folder {} of the approvers file is writable by group or others",
-                folder.display()
-            )));
+    let holding = resolved.parent().map(Path::to_path_buf);
+    for folder in named.into_iter().chain(holding) {
+        if let Ok(meta) = std::fs::metadata(&folder) {
+            let mode = meta.permissions().mode();
+            if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+                return Err(config(format!(
+                    "the folder {} of the approvers file is writable by group or others",
+                    folder.display()
+                )));
+            }
         }
     }
-    Ok(())
+    Ok(resolved)
 }
 
 #[cfg(not(unix))]
-fn check_permissions(_path: &Path) -> Result<()> {
-    Ok(())
+fn check_permissions(path: &Path) -> Result<std::path::PathBuf> {
+    Ok(path.to_path_buf())
 }
 
 /// Turns a git-style `allowed_signers` file (`principals [options] keytype base64 [comment]`)
