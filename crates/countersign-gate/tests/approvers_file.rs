@@ -33,7 +33,10 @@ fn a_symlink_into_a_group_writable_folder_is_refused() {
 
     let e = Approvers::load(&link).expect_err("the file read sits in a writable folder");
     assert_eq!(e.code().as_str(), "CONFIG_INVALID");
-    assert!(e.to_string().contains("shared"), "names the target's folder: {e}");
+    assert!(
+        e.to_string().contains("shared"),
+        "names the target's folder: {e}"
+    );
 
     // The same link into a folder only its owner writes loads.
     let private = dir.path().join("private");
@@ -61,10 +64,18 @@ fn a_passkey_under_two_names_is_refused_at_load() {
             "[[approver]]\nname = \"{name}\"\npasskeys = [{{ id = \"{id}\", key = \"pQECAyYg\", origin = \"https://r.example\" }}]\n"
         )
     };
-    write(&path, &(entry("mallory", "AQID") + &entry("alice", "AQID")), 0o600);
+    write(
+        &path,
+        &(entry("mallory", "AQID") + &entry("alice", "AQID")),
+        0o600,
+    );
     let e = Approvers::load(&path).expect_err("one credential id, two names");
     assert!(e.to_string().contains("\"mallory\" and \"alice\""), "{e}");
-    write(&path, &(entry("mallory", "AQID") + &entry("alice", "BAUG")), 0o600);
+    write(
+        &path,
+        &(entry("mallory", "AQID") + &entry("alice", "BAUG")),
+        0o600,
+    );
     let e = Approvers::load(&path).expect_err("one key, two names");
     assert!(e.to_string().contains("public key"), "{e}");
 }
