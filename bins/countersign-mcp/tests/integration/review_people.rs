@@ -6,7 +6,7 @@
 //! Skipped without Chromium.
 
 use countersign_mcp::demo::DEMO_POLICY;
-use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
+use countersign_testkit::browser::{Chrome, have_chromium};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -61,7 +61,6 @@ async fn an_edit_is_its_editors_proposal_and_only_approvers_may_edit_or_reject()
     if !have_chromium() {
         return;
     }
-    let _one = one_at_a_time();
     let policy = format!("{DEMO_POLICY}approvers = [\"alice\", \"bob\"]\nquorum = 2\n");
     let home = Home::new(&policy);
     let store = format!("sqlite:{}", home.path().join("gate.db").display());

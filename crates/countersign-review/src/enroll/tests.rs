@@ -41,7 +41,7 @@ fn bytes(b: &[u8]) -> Vec<u8> {
 
 /// An EdDSA COSE key: `{1: 1, 3: -8, -1: 6, -2: point}`, or with its members reversed.
 fn cose(point: &[u8; 32], reversed: bool) -> Vec<u8> {
-    let mut members = vec![
+    let mut members = [
         vec![0x01, 0x01],
         vec![0x03, 0x27],
         vec![0x20, 0x06],
