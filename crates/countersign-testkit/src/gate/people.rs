@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Channel, Draft, Error, Gate, GateStore, Policy, Proposal, State};
+use countersign_gate::{Channel, Draft, Error, Gate, GateStore, Proposal, State};
 
 use super::{CountingAction, ManualClock, T0, tool};
 
@@ -39,8 +39,7 @@ where
 }
 
 fn gate_with(store: Arc<dyn GateStore>, policy: &str) -> Gate {
-    let policy = Policy::from_toml(policy).expect("suite policy");
-    Gate::new(store, Arc::new(policy)).with_clock(ManualClock::at(T0))
+    super::tenancy::gate_with(store, policy, ManualClock::at(T0))
 }
 
 fn agent(tenant: Option<&str>) -> Principal {
