@@ -73,12 +73,14 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
 }
 
 /// `countersign approvers enroll NAME [--listen ADDR]`: one passkey, one printed line. With an
-/// approvers file configured, a passkey it already lists is refused.
+/// approvers file configured, a passkey it already lists is refused; a file not made yet (the
+/// first person enrolling) lists nobody.
 pub(crate) fn enroll(ctx: &Ctx, name: &str, listen: &str) -> Result<Report, Failure> {
     let addr = address(listen)?;
     let listed = ctx
         .approvers
         .as_deref()
+        .filter(|path| path.exists())
         .map(Approvers::load)
         .transpose()
         .map_err(|e| failure(&e))?;
