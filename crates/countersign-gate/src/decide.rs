@@ -1,8 +1,9 @@
-//! The decisions of revise and approve, made from the rows read inside their transaction.
+//! The decisions of revise, approve and reject, made from the rows read inside their
+//! transaction.
 
 use countersign_canon::Revision;
 
-use crate::approval::{Approvers, Evidence, allowed};
+use crate::approval::{Approvers, Evidence, allowed, entitled};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::millis;
@@ -203,4 +204,52 @@ pub(crate) fn decide_approve(
         },
         Ok(approval),
     )
+}
+
+/// One person's refusal as it reaches the decision: who, why, and the approvers file in force.
+pub(crate) struct Rejecting<'a> {
+    pub(crate) by: &'a str,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) approvers: Option<&'a Approvers>,
+}
+
+/// Rejecting ends the draft for everyone, so it needs the entitlement approving needs.
+pub(crate) fn decide_reject(
+    snap: Snapshot,
+    policy: &Policy,
+    input: &Rejecting<'_>,
+    event: &AuditEvent,
+) -> (Commit, Result<()>) {
+    let Some(mut draft) = snap.draft else {
+        return (
+            audit(event.clone().outcome(Err(&Error::NotFound))),
+            Err(Error::NotFound),
+        );
+    };
+    let (by, reason) = (input.by, input.reason.map(str::to_owned));
+    let next = match draft.state.clone() {
+        State::Proposed(p) => Ok(State::Rejected(p.reject(by.to_owned(), reason))),
+        State::Approved(a) => Ok(State::Rejected(a.reject(by.to_owned(), reason))),
+        State::Rejected(_) => Err(Error::ApprovalRejected),
+        other => Err(Error::DraftNotEditable {
+            state: other.name(),
+        }),
+    };
+    let e = event.clone().text("revision", &draft.revision.to_hex());
+    let next = policy
+        .lookup(&draft.action)
+        .and_then(|tool| entitled(input.approvers, tool, &draft, by))
+        .and(next);
+    match next {
+        Ok(state) => {
+            draft.state = state;
+            let commit = Commit {
+                draft: Some(draft),
+                audit: vec![e.outcome(Ok(()))],
+                ..Commit::default()
+            };
+            (commit, Ok(()))
+        }
+        Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
+    }
 }

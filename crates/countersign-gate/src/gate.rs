@@ -13,7 +13,7 @@ use countersign_replay::Ledger;
 
 use crate::approval::{Approvers, entitled};
 use crate::audit::{Anchor, AuditEvent};
-use crate::decide::{Approving, Revising, audit, decide_approve, decide_revise};
+use crate::decide::{Approving, Rejecting, Revising, decide_approve, decide_reject, decide_revise};
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;
 use crate::model::{Draft, DraftId, RevisionRecord};
@@ -442,42 +442,14 @@ impl Gate {
         let event = AuditEvent::new("reject", now)
             .text("draft", id.as_str())
             .text("by", by);
-        self.on_draft(id, |snap| {
-            let Some(mut draft) = snap.draft else {
-                return (
-                    audit(event.clone().outcome(Err(&Error::NotFound))),
-                    Err(Error::NotFound),
-                );
-            };
-            let reason = reason.map(str::to_owned);
-            let next = match draft.state.clone() {
-                State::Proposed(p) => Ok(State::Rejected(p.reject(by.to_owned(), reason))),
-                State::Approved(a) => Ok(State::Rejected(a.reject(by.to_owned(), reason))),
-                State::Rejected(_) => Err(Error::ApprovalRejected),
-                other => Err(Error::DraftNotEditable {
-                    state: other.name(),
-                }),
-            };
-            let e = event.clone().text("revision", &draft.revision.to_hex());
-            let next = self
-                .policy
-                .lookup(&draft.action)
-                .and_then(|tool| entitled(self.approvers.as_deref(), tool, &draft, by))
-                .and(next);
-            match next {
-                Ok(state) => {
-                    draft.state = state;
-                    let commit = Commit {
-                        draft: Some(draft),
-                        audit: vec![e.outcome(Ok(()))],
-                        ..Commit::default()
-                    };
-                    (commit, Ok(()))
-                }
-                Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
-            }
-        })
-        .await
+        let (policy, approvers) = (&self.policy, self.approvers.as_deref());
+        let input = Rejecting {
+            by,
+            reason,
+            approvers,
+        };
+        self.on_draft(id, |snap| decide_reject(snap, policy, &input, &event))
+            .await
     }
 
     /// One draft, its stored bytes checked against its revision.
