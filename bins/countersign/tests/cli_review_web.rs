@@ -4,7 +4,9 @@
 
 mod review_web;
 
-use review_web::{Chrome, Env, OnReview, have_chromium, one_at_a_time, rt, signed_in};
+use review_web::{
+    Chrome, Env, OnReview, POLICY, have_chromium, one_at_a_time, rt, signed_in, signed_in_with,
+};
 
 const POST: &str = r#"{"title":"Quarterly results","body":"Revenue grew.","visibility":"public"}"#;
 
@@ -78,9 +80,13 @@ fn a_rejection_in_the_browser_refuses_the_run() {
     });
 }
 
+/// One person edits and approves here, so the policy lets a person approve their own edit
+/// (`self_approval = true`); without it their approval is refused (see
+/// `countersign-mcp`'s `review_people` browser test).
 #[test]
 fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
-    signed_in(async |env, chrome| {
+    let policy = format!("{POLICY}self_approval = true\n");
+    signed_in_with(&policy, async |env, chrome| {
         let d = env.propose(POST);
         let old = d.revision.to_hex();
         chrome.open(env, &d).await;

@@ -211,6 +211,9 @@ impl ClaimCtx<'_> {
         };
         // The executing server's policy has the last word on who may approve, how, and for how
         // long, whatever policy the approving process read; signatures are checked again here.
+        if let Err(e) = tool.check_quorum(self.gate.approvers.is_some()) {
+            return refuse(e, None);
+        }
         let counted = self.counted(tool, &draft, &approved);
         if counted.is_empty() {
             // No approval holds any more: the draft waits for a person again.
@@ -267,7 +270,8 @@ impl ClaimCtx<'_> {
     }
 
     /// The distinct approvers whose approvals count for this run under the policy of now: the
-    /// revision, the approval's lifetime and channel, the approvers rules, and — where the tool
+    /// revision, the approval's lifetime and channel, the approvers rules (the revision's
+    /// proposer — a person whose edit made it, too — counts only with `self_approval`), and — where the tool
     /// needs signatures — the signature checked again against the approvers file, so that an
     /// approval row written by anything but the approval code does not count.
     fn counted(&self, tool: &ToolPolicy, draft: &Draft, approved: &Approved) -> Vec<String> {

@@ -1,8 +1,9 @@
-//! The decisions of revise and approve, made from the rows read inside their transaction.
+//! The decisions of revise, approve and reject, made from the rows read inside their
+//! transaction.
 
 use countersign_canon::Revision;
 
-use crate::approval::{Approvers, Evidence, allowed};
+use crate::approval::{Approvers, Evidence, allowed, entitled};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::millis;
@@ -18,14 +19,22 @@ pub(crate) fn audit(event: AuditEvent) -> Commit {
     }
 }
 
+/// A new revision as it reaches the decision: its revision, its bytes, and who made it (a
+/// person's name for an edit on the review page, `None` for the agent).
+pub(crate) struct Revising<'a> {
+    pub(crate) expected: Revision,
+    pub(crate) revision: Revision,
+    pub(crate) canonical: &'a [u8],
+    pub(crate) editor: Option<&'a str>,
+}
+
 pub(crate) fn decide_revise(
     snap: Snapshot,
-    expected: Revision,
-    revision: Revision,
-    canonical: &[u8],
+    input: &Revising<'_>,
     event: &AuditEvent,
     now: i64,
 ) -> (Commit, Result<Draft>) {
+    let (expected, revision, canonical) = (input.expected, input.revision, input.canonical);
     let Some(mut draft) = snap.draft else {
         return (
             audit(event.clone().outcome(Err(&Error::NotFound))),
@@ -63,11 +72,15 @@ pub(crate) fn decide_revise(
     draft.seq += 1;
     draft.revision = revision;
     draft.canonical = canonical.to_vec();
+    // Whoever made this revision proposes it: an agent's revise after a person's edit makes the
+    // agent the proposer again.
+    draft.editor = input.editor.map(str::to_owned);
     let record = RevisionRecord {
         draft_id: draft.id.clone(),
         seq: draft.seq,
         revision,
         canonical: canonical.to_vec(),
+        editor: draft.editor.clone(),
         created_at: now,
     };
     (
@@ -126,6 +139,9 @@ pub(crate) fn decide_approve(
             tool: draft.action.clone(),
             why: "approval through this channel is not allowed",
         });
+    }
+    if let Err(e) = tool.check_quorum(input.approvers.is_some()) {
+        return refuse(e);
     }
     if input.evidence.is_none() && tool.requires_signature(input.approvers.is_some()) {
         return refuse(Error::SignatureInvalid {
@@ -188,4 +204,52 @@ pub(crate) fn decide_approve(
         },
         Ok(approval),
     )
+}
+
+/// One person's refusal as it reaches the decision: who, why, and the approvers file in force.
+pub(crate) struct Rejecting<'a> {
+    pub(crate) by: &'a str,
+    pub(crate) reason: Option<&'a str>,
+    pub(crate) approvers: Option<&'a Approvers>,
+}
+
+/// Rejecting ends the draft for everyone, so it needs the entitlement approving needs.
+pub(crate) fn decide_reject(
+    snap: Snapshot,
+    policy: &Policy,
+    input: &Rejecting<'_>,
+    event: &AuditEvent,
+) -> (Commit, Result<()>) {
+    let Some(mut draft) = snap.draft else {
+        return (
+            audit(event.clone().outcome(Err(&Error::NotFound))),
+            Err(Error::NotFound),
+        );
+    };
+    let (by, reason) = (input.by, input.reason.map(str::to_owned));
+    let next = match draft.state.clone() {
+        State::Proposed(p) => Ok(State::Rejected(p.reject(by.to_owned(), reason))),
+        State::Approved(a) => Ok(State::Rejected(a.reject(by.to_owned(), reason))),
+        State::Rejected(_) => Err(Error::ApprovalRejected),
+        other => Err(Error::DraftNotEditable {
+            state: other.name(),
+        }),
+    };
+    let e = event.clone().text("revision", &draft.revision.to_hex());
+    let next = policy
+        .lookup(&draft.action)
+        .and_then(|tool| entitled(input.approvers, tool, &draft, by))
+        .and(next);
+    match next {
+        Ok(state) => {
+            draft.state = state;
+            let commit = Commit {
+                draft: Some(draft),
+                audit: vec![e.outcome(Ok(()))],
+                ..Commit::default()
+            };
+            (commit, Ok(()))
+        }
+        Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
+    }
 }

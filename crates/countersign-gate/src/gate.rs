@@ -11,9 +11,9 @@ use std::time::Duration;
 use countersign_canon::{Digest, Envelope, Limits, Principal, Profile, Revision, Value};
 use countersign_replay::Ledger;
 
-use crate::approval::Approvers;
+use crate::approval::{Approvers, entitled};
 use crate::audit::{Anchor, AuditEvent};
-use crate::decide::{Approving, audit, decide_approve, decide_revise};
+use crate::decide::{Approving, Rejecting, Revising, decide_approve, decide_reject, decide_revise};
 use crate::error::{Error, Result};
 use crate::fields::FieldRule;
 use crate::model::{Draft, DraftId, RevisionRecord};
@@ -237,6 +237,7 @@ impl Gate {
             canonical: canonical.clone(),
             hidden,
             principal: envelope.principal,
+            editor: None,
             created_at: now,
             expires_at: now.saturating_add(millis(tool.approval_wait)),
             state: State::Proposed(crate::state::Proposed),
@@ -252,6 +253,7 @@ impl Gate {
             seq: 1,
             revision,
             canonical,
+            editor: None,
             created_at: now,
         };
         let limits = *self.policy.limits();
@@ -299,10 +301,14 @@ impl Gate {
     }
 
     /// [`Gate::revise`] made by a person (`editor`, e.g. on the review page) rather than by the
-    /// agent: the audit record names them, and the new revision still needs approving.
+    /// agent. Editing voids others' approvals, so it needs the entitlement approving needs
+    /// (listed for the draft's tenant and the tool). The person becomes the new revision's
+    /// proposer: the audit record names them (`editor`), and under `self_approval = false` the
+    /// revision needs someone else's approval. `editor: None` is the agent's own revise, which
+    /// makes the agent the proposer again.
     ///
     /// # Errors
-    /// As [`Gate::revise`].
+    /// As [`Gate::revise`]; `APPROVER_NOT_ALLOWED` for an editor who may not approve the tool.
     pub async fn revise_by(
         &self,
         draft_id: &str,
@@ -322,7 +328,12 @@ impl Gate {
         }
         let prepared = self
             .gated_policy(&current.action)
-            .and_then(|tool| self.normalize(&current.action, tool, args))
+            .and_then(|tool| {
+                if let Some(editor) = editor {
+                    entitled(self.approvers.as_deref(), tool, &current, editor)?;
+                }
+                self.normalize(&current.action, tool, args)
+            })
             .and_then(|args| {
                 let tool = recorded_tool(&current)?;
                 Ok(Envelope {
@@ -359,8 +370,13 @@ impl Gate {
                 match refused.clone() {
                     Some(e) => (Commit::default(), Err(e)),
                     None => {
-                        let (mut commit, v) =
-                            decide_revise(snap, expected, revision, &canonical, &event, now);
+                        let input = Revising {
+                            expected,
+                            revision,
+                            canonical: &canonical,
+                            editor,
+                        };
+                        let (mut commit, v) = decide_revise(snap, &input, &event, now);
                         if commit.revision.is_some() {
                             commit.proposal_event = Some((principal.clone(), now));
                         }
@@ -413,47 +429,27 @@ impl Gate {
             .await
     }
 
-    /// A person refuses the draft.
+    /// A person refuses the draft. Refusing needs the entitlement approving needs (listed for
+    /// the draft's tenant and the tool), so a person who may not approve a tool cannot throw
+    /// its drafts away either; the proposer may reject their own.
     ///
     /// # Errors
-    /// `NOT_FOUND`, `DRAFT_NOT_EDITABLE`, `STORE_UNAVAILABLE`.
+    /// `NOT_FOUND`, `DRAFT_NOT_EDITABLE`, `APPROVER_NOT_ALLOWED`, `POLICY_DENIED` (a tool the
+    /// policy does not know), `STORE_UNAVAILABLE`.
     pub async fn reject(&self, draft_id: &str, by: &str, reason: Option<&str>) -> Result<()> {
         let now = self.now();
         let id = DraftId::parse(draft_id)?;
         let event = AuditEvent::new("reject", now)
             .text("draft", id.as_str())
             .text("by", by);
-        self.on_draft(id, |snap| {
-            let Some(mut draft) = snap.draft else {
-                return (
-                    audit(event.clone().outcome(Err(&Error::NotFound))),
-                    Err(Error::NotFound),
-                );
-            };
-            let reason = reason.map(str::to_owned);
-            let next = match draft.state.clone() {
-                State::Proposed(p) => Ok(State::Rejected(p.reject(by.to_owned(), reason))),
-                State::Approved(a) => Ok(State::Rejected(a.reject(by.to_owned(), reason))),
-                State::Rejected(_) => Err(Error::ApprovalRejected),
-                other => Err(Error::DraftNotEditable {
-                    state: other.name(),
-                }),
-            };
-            let e = event.clone().text("revision", &draft.revision.to_hex());
-            match next {
-                Ok(state) => {
-                    draft.state = state;
-                    let commit = Commit {
-                        draft: Some(draft),
-                        audit: vec![e.outcome(Ok(()))],
-                        ..Commit::default()
-                    };
-                    (commit, Ok(()))
-                }
-                Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
-            }
-        })
-        .await
+        let (policy, approvers) = (&self.policy, self.approvers.as_deref());
+        let input = Rejecting {
+            by,
+            reason,
+            approvers,
+        };
+        self.on_draft(id, |snap| decide_reject(snap, policy, &input, &event))
+            .await
     }
 
     /// One draft, its stored bytes checked against its revision.

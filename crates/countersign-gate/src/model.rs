@@ -69,6 +69,9 @@ pub struct Draft {
     pub hidden: Vec<String>,
     /// Who asked.
     pub principal: Principal,
+    /// The person who made the current revision by editing it on the review page; `None` when
+    /// the agent made it. See [`Draft::proposer`].
+    pub editor: Option<String>,
     /// When it was proposed (Unix milliseconds).
     pub created_at: i64,
     /// When an undecided draft expires (Unix milliseconds).
@@ -78,6 +81,13 @@ pub struct Draft {
 }
 
 impl Draft {
+    /// The subject that proposed the current revision (CONTRACT.md section 9): the person whose
+    /// edit made it, else the agent's subject. `self_approval = false` keeps them from
+    /// approving it, so a person's edit needs someone else's eyes like an agent's proposal does.
+    pub fn proposer(&self) -> Option<&str> {
+        self.editor.as_deref().or(self.principal.subject.as_deref())
+    }
+
     /// Whether the stored bytes still hash to the stored revision and name the stored action
     /// (the executor calls the action by the `action` column, so it must be the approved one).
     pub fn is_intact(&self) -> bool {
@@ -106,6 +116,8 @@ pub struct RevisionRecord {
     pub revision: Revision,
     /// The canonical envelope bytes.
     pub canonical: Vec<u8>,
+    /// The person who made it on the review page; `None` when the agent made it.
+    pub editor: Option<String>,
     /// When it was made (Unix milliseconds).
     pub created_at: i64,
 }

@@ -221,18 +221,18 @@ pub(crate) struct RawRate {
 }
 
 #[derive(Debug, Clone)]
-struct Entry {
-    pattern: String,
-    policy: ToolPolicy,
+pub(crate) struct Entry {
+    pub(crate) pattern: String,
+    pub(crate) policy: ToolPolicy,
 }
 
 /// A parsed, validated policy file.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    exact: BTreeMap<String, ToolPolicy>,
+    pub(crate) exact: BTreeMap<String, ToolPolicy>,
     /// Globs, most specific (longest) first; ties keep file (sorted) order.
-    globs: Vec<Entry>,
-    fallback: Option<ToolPolicy>,
+    pub(crate) globs: Vec<Entry>,
+    pub(crate) fallback: Option<ToolPolicy>,
     /// Whether any of them has a rate ceiling (asked on every execute).
     rated: bool,
     /// Per-principal ceilings and the retention period (`[limits]`).
@@ -348,14 +348,17 @@ impl Policy {
             .chain(globs.iter().map(|e| &e.policy))
             .chain(&fallback)
             .any(|p| p.rate.is_some());
-        Ok(Policy {
+        let policy = Policy {
             exact,
             globs,
             fallback,
             rated,
             limits,
             manifest: manifest_limits(raw.manifest)?,
-        })
+        };
+        // As if an approvers file were configured: only an explicit `signed = false` fails here.
+        policy.check_signing(true)?;
+        Ok(policy)
     }
 
     /// The per-principal ceilings and the retention period.

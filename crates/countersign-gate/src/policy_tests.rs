@@ -288,3 +288,35 @@ fn notify_refuses_anything_but_plain_http() {
     let e = Policy::from_toml("[tools.a]\nnotify = \"https://h/x\"\n").expect_err("https");
     assert!(e.to_string().contains("bridge"), "{e}");
 }
+
+/// An unsigned approval is a name typed on a command line: a quorum over such names counts
+/// names, not people. Refused where the policy says `signed = false` (for a tool, a glob or
+/// `[defaults]`), and where approvals default to unsigned because no approvers file is
+/// configured.
+#[test]
+fn a_quorum_over_unsigned_approvals_is_refused() {
+    for text in [
+        "[tools.a]\nquorum = 2\nsigned = false\n",
+        "[tools.\"a*\"]\nquorum = 3\nsigned = false\n",
+        "[defaults]\nmode = \"approval\"\nquorum = 2\nsigned = false\n",
+        "[defaults]\nsigned = false\n[tools.a]\nquorum = 2\n",
+        "[defaults]\nquorum = 2\n[tools.a]\nsigned = false\n",
+    ] {
+        let e = Policy::from_toml(text).expect_err(text);
+        assert_eq!(e.code().as_str(), "CONFIG_INVALID", "{text}");
+        assert!(e.to_string().contains("signed = false"), "{e}");
+        assert!(e.to_string().contains("not a person"), "{e}");
+    }
+    // The default follows the approvers file: refused without one, signed with one.
+    let p = Policy::from_toml("[tools.a]\nquorum = 2\n").expect("parses");
+    let e = p.check_signing(false).expect_err("no approvers file");
+    assert!(e.to_string().contains("no approvers file"), "{e}");
+    assert!(e.to_string().contains("\"a\""), "names the tool: {e}");
+    p.check_signing(true)
+        .expect("signed by default with an approvers file");
+    // Signed on purpose, or a quorum of one: fine either way.
+    let p = Policy::from_toml("[tools.a]\nquorum = 2\nsigned = true\n").expect("parses");
+    p.check_signing(false).expect("explicitly signed");
+    let p = Policy::from_toml("[tools.a]\nquorum = 1\nsigned = false\n").expect("parses");
+    p.check_signing(false).expect("one person");
+}

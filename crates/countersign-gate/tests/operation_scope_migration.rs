@@ -107,6 +107,8 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
          DROP TABLE gate_quota;
          DROP INDEX gate_drafts_principal;
          DROP INDEX gate_drafts_open;
+         ALTER TABLE gate_drafts DROP COLUMN editor;
+         ALTER TABLE gate_revisions DROP COLUMN editor;
          DELETE FROM gate_schema_version WHERE version > 2;",
     )
     .expect("write the v2 layout");
@@ -121,7 +123,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
-    assert_eq!(versions, vec![1, 2, 3, 4]);
+    assert_eq!(versions, vec![1, 2, 3, 4, 5]);
     after_upgrade(store, &action, &a, &b).await;
 }
 
@@ -137,7 +139,8 @@ async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
     let store = PostgresStore::connect(&url, &name).await.expect("store");
     let (a, b) = before_upgrade(Arc::new(store), &action).await;
     let client = countersign_testkit::postgres::client(&url).await;
-    // Back to the previous layout: operations keyed by their id alone, no quota table.
+    // Back to the previous layout: operations keyed by their id alone, no quota table, no
+    // editor of a revision.
     client
         .batch_execute(&format!(
             "ALTER TABLE \"{name}\".gate_operations DROP CONSTRAINT gate_operations_pkey;
@@ -145,7 +148,9 @@ async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
              ALTER TABLE \"{name}\".gate_operations ADD PRIMARY KEY (id);
              DROP TABLE \"{name}\".gate_quota;
              DROP INDEX \"{name}\".gate_drafts_principal;
-             DROP INDEX \"{name}\".gate_drafts_open;"
+             DROP INDEX \"{name}\".gate_drafts_open;
+             ALTER TABLE \"{name}\".gate_drafts DROP COLUMN editor;
+             ALTER TABLE \"{name}\".gate_revisions DROP COLUMN editor;"
         ))
         .await
         .expect("write the previous layout");

@@ -126,7 +126,8 @@ fn write_v1(src: &Path, dst: &Path) {
     )
     .expect("attach");
     conn.execute_batch(
-        "INSERT INTO gate_drafts SELECT * FROM src.gate_drafts ORDER BY rowid;
+        "INSERT INTO gate_drafts SELECT id, action, risk, seq, revision, canonical, hidden,
+             principal, created_at, expires_at, state, detail FROM src.gate_drafts ORDER BY rowid;
          INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
              SELECT r.draft_id, r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at
              FROM src.gate_revisions r JOIN src.gate_drafts d ON d.id = r.draft_id;
@@ -189,7 +190,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -241,7 +242,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -305,7 +306,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -333,7 +334,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -350,7 +351,7 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     for table in [
         "gate_revisions",
@@ -367,4 +368,52 @@ async fn a_new_file_gets_the_newest_schema() {
             .expect("table");
         assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
     }
+}
+
+/// A v4 file (before revisions kept their editor) gains the column: its rows read as the
+/// agent's, and a person's edit made after the upgrade is kept as theirs.
+#[tokio::test]
+async fn a_v4_file_gains_the_editor_of_each_revision() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("countersign.db");
+    let anchor = dir.path().join("countersign.anchor");
+    let store = Arc::new(SqliteStore::open(&db).expect("open"));
+    let g = gate(store.clone(), &anchor, ManualClock::at(T0));
+    let d = propose(&g, "publish_post", r#"{"title":"before"}"#).await;
+    drop(g);
+    drop(store);
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "ALTER TABLE gate_drafts DROP COLUMN editor;
+         ALTER TABLE gate_revisions DROP COLUMN editor;
+         DELETE FROM gate_schema_version WHERE version = 5;",
+    )
+    .expect("back to v4");
+    drop(conn);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4]);
+
+    let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
+    let read = store.draft(&d.id).await.expect("read").expect("draft");
+    assert_eq!(read.editor, None);
+    assert_eq!(read.proposer(), None, "the agent proposed it");
+    let g = gate(store.clone(), &anchor, ManualClock::at(T0));
+    let edited = g
+        .revise_by(
+            d.id.as_str(),
+            &d.revision.to_hex(),
+            br#"{"title":"after"}"#,
+            Some("alice"),
+        )
+        .await
+        .expect("edit");
+    drop(g);
+    drop(store);
+    let again = SqliteStore::open(&db).expect("reopen");
+    let read = again.draft(&d.id).await.expect("read").expect("draft");
+    assert_eq!(read.revision, edited.revision);
+    assert_eq!(read.editor.as_deref(), Some("alice"));
+    let history = again.revisions(&d.id).await.expect("revisions");
+    let editors: Vec<_> = history.iter().map(|r| r.editor.as_deref()).collect();
+    assert_eq!(editors, [None, Some("alice")]);
 }

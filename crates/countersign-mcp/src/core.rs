@@ -87,6 +87,7 @@ impl Countersign {
     ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
         let effective = Policy::applied(policy)?;
+        effective.check_signing(false)?;
         Ok(Countersign {
             gate: Arc::new(Gate::new(store, Arc::new(effective))),
             written,
@@ -124,6 +125,7 @@ impl Countersign {
     ) -> Result<Self> {
         let written = policy.map(Policy::from_toml).transpose()?;
         let effective = Policy::applied(policy)?;
+        effective.check_signing(signers.is_some())?;
         let mut gate = countersign_gate::open(url, Arc::new(effective)).await?;
         if let Some((approvers, ledger)) = signers {
             gate = gate.with_approvers(approvers).with_ledger(ledger);

@@ -27,6 +27,9 @@ pub const DEMO_POLICY: &str = r#"[tools."publish_post"]
 mode = "approval"
 risk = "external_side_effect"
 fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
+# One person plays every part in the demo: the development page's `developer` both edits the
+# sample draft and approves the edit. A real deployment keeps the default (false).
+self_approval = true
 "#;
 
 /// Writes [`DEMO_POLICY`] to `path` when no file is there yet, so the `countersign` CLI (which

@@ -203,7 +203,10 @@ impl Review {
                 return match (&self.links, get, post) {
                     (Some(links), true, _) => links.page(&call.origin, &call.query),
                     (Some(links), _, true) => {
-                        links.register(&call.origin, &call.query, &call.body).await
+                        let listed = self.gate.approvers();
+                        links
+                            .register(&call.origin, &call.query, &call.body, listed)
+                            .await
                     }
                     (Some(_), _, _) => not_found(),
                     (None, _, _) => guard::error(

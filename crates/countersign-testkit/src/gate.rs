@@ -13,6 +13,7 @@ use countersign_gate::{
 };
 
 mod flows;
+mod people;
 mod races;
 mod tenancy;
 
@@ -227,4 +228,5 @@ where
     flows::expiry_and_rejection(make().await).await;
     flows::port_refusal_spends_nothing(make().await).await;
     tenancy::run_all(&make).await;
+    people::run_all(&make).await;
 }

@@ -15,6 +15,7 @@ mod matrix;
 mod proxy;
 mod replicas;
 mod review;
+mod review_people;
 mod review_replicas;
 mod revisions;
 mod signed;

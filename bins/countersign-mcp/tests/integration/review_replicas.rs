@@ -16,13 +16,13 @@ use crate::replicas::{
     Database, Replica, demo_args, execute_t, postgres_url, posts, propose_t, strs,
 };
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr").port()
 }
 
 /// The approvers file: `people` as (name, passkey line).
-fn write_approvers(path: &Path, people: &[(&str, &str)]) {
+pub(crate) fn write_approvers(path: &Path, people: &[(&str, &str)]) {
     let text: String = people
         .iter()
         .map(|(name, line)| format!("[[approver]]\nname = \"{name}\"\n{line}\n"))
@@ -33,7 +33,7 @@ fn write_approvers(path: &Path, people: &[(&str, &str)]) {
 }
 
 /// `countersign approvers enroll NAME --origin ORIGIN` with the servers' keys and store.
-fn enroll_link(home: &Home, store: &str, name: &str, origin: &str) -> String {
+pub(crate) fn enroll_link(home: &Home, store: &str, name: &str, origin: &str) -> String {
     let out = std::process::Command::new(cli_bin())
         .args([
             "--store",
@@ -56,7 +56,7 @@ fn enroll_link(home: &Home, store: &str, name: &str, origin: &str) -> String {
 }
 
 /// One person's browser: a passkey made with `link`, and the approvers-file line it showed.
-async fn person_with_passkey(link: &str) -> (Chrome, String) {
+pub(crate) async fn person_with_passkey(link: &str) -> (Chrome, String) {
     let chrome = Chrome::launch().await;
     chrome.goto(link).await;
     chrome.click("#enroll").await;
@@ -68,7 +68,7 @@ async fn person_with_passkey(link: &str) -> (Chrome, String) {
     (chrome, line.as_str().unwrap_or("").to_owned())
 }
 
-async fn sign_in(chrome: &Chrome, origin: &str) {
+pub(crate) async fn sign_in(chrome: &Chrome, origin: &str) {
     chrome.goto(&format!("{origin}/review/login")).await;
     chrome.click("#signin").await;
     chrome
@@ -80,7 +80,7 @@ async fn sign_in(chrome: &Chrome, origin: &str) {
 }
 
 /// Approves the draft on the page `origin` serves; returns the status line.
-async fn approve(chrome: &Chrome, origin: &str, draft: &str) -> String {
+pub(crate) async fn approve(chrome: &Chrome, origin: &str, draft: &str) -> String {
     chrome.goto(&format!("{origin}/review/draft/{draft}")).await;
     chrome.click("#approve").await;
     chrome.status().await

@@ -97,7 +97,7 @@ pub(crate) fn run(ctx: &Ctx, command: ApproversCommand) -> Result<Report, Failur
             origin: Some(origin),
             ..
         } => super::web::enroll_link(ctx, &name, &origin),
-        ApproversCommand::Enroll { name, listen, .. } => super::web::enroll(&name, &listen),
+        ApproversCommand::Enroll { name, listen, .. } => super::web::enroll(ctx, &name, &listen),
         ApproversCommand::Import { file } => {
             let text = std::fs::read_to_string(&file).map_err(|e| {
                 Failure::environment("IO_ERROR", format!("cannot read {}: {e}", file.display()))

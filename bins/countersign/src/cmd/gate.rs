@@ -57,6 +57,11 @@ pub(crate) struct RejectArgs {
     /// Why.
     #[arg(long)]
     reason: Option<String>,
+    /// Who rejects (default: the OS user). Rejecting needs the entitlement approving needs:
+    /// with an approvers file, a name listed for the draft's tenant; and a name the tool's
+    /// `approvers` allows.
+    #[arg(long = "as")]
+    as_name: Option<String>,
 }
 
 pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
@@ -96,6 +101,9 @@ pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
 /// The gate over the configured store, checking approvals against the approvers file when one
 /// is configured (an unreadable or writable-by-others file fails closed).
 pub(crate) async fn open_gate(ctx: &Ctx, policy: Policy) -> Result<Gate, Failure> {
+    policy
+        .check_signing(ctx.approvers.is_some())
+        .map_err(|e| failure(&e))?;
     let url = store_url(ctx)?;
     let mut gate = countersign_gate::open(&url, Arc::new(policy))
         .await
@@ -440,9 +448,10 @@ struct Unsigned {
 }
 
 pub(crate) fn reject(ctx: &Ctx, args: RejectArgs) -> Result<Report, Failure> {
+    let policy = load_policy(ctx)?;
     block_on(async {
-        let gate = open_gate(ctx, empty_policy()?).await?;
-        let by = os_user();
+        let gate = open_gate(ctx, policy).await?;
+        let by = args.as_name.unwrap_or_else(os_user);
         gate.reject(&args.draft, &by, args.reason.as_deref())
             .await
             .map_err(|e| failure(&e))?;

@@ -5,10 +5,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use countersign_gate::approval::Approvers;
 use countersign_review::enroll::link::{self, Links, Origin};
 use countersign_review::enroll::{Enrollment, approvers_line};
 use countersign_review::{LoopbackServer, Review};
 
+use super::gate::failure;
 use super::ledger::{block_on, open as open_ledger, store_url};
 use super::signed::signing_gate;
 use super::token::{configured_keyring, failure as token_failure, load_keyring};
@@ -70,13 +72,25 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
     })?
 }
 
-/// `countersign approvers enroll NAME [--listen ADDR]`: one passkey, one printed line.
-pub(crate) fn enroll(name: &str, listen: &str) -> Result<Report, Failure> {
+/// `countersign approvers enroll NAME [--listen ADDR]`: one passkey, one printed line. With an
+/// approvers file configured, a passkey it already lists is refused; a file not made yet (the
+/// first person enrolling) lists nobody.
+pub(crate) fn enroll(ctx: &Ctx, name: &str, listen: &str) -> Result<Report, Failure> {
     let addr = address(listen)?;
+    let listed = ctx
+        .approvers
+        .as_deref()
+        .filter(|path| path.exists())
+        .map(Approvers::load)
+        .transpose()
+        .map_err(|e| failure(&e))?;
     block_on(async {
-        let page = Enrollment::bind(addr, name)
+        let mut page = Enrollment::bind(addr, name)
             .await
             .map_err(|e| io_failure(&e))?;
+        if let Some(listed) = listed {
+            page = page.refusing_listed(Arc::new(listed));
+        }
         eprintln!("open {} to make a passkey for {name}", page.url());
         let passkey = page.run(ENROLL_WAIT).await.map_err(|e| io_failure(&e))?;
         let line = approvers_line(&passkey);

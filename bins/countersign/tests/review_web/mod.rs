@@ -30,11 +30,16 @@ pub(crate) const POLICY: &str = "[tools.\"publish_post\"]\nmode = \"approval\"\n
 /// the enroll page and listed in the approvers file, and `review --web` serving the store.
 /// Says it is skipped, and passes, where there is no Chromium.
 pub(crate) fn signed_in(test: impl AsyncFnOnce(&Env, &Chrome)) {
+    signed_in_with(POLICY, test);
+}
+
+/// [`signed_in`] under `policy` instead of [`POLICY`].
+pub(crate) fn signed_in_with(policy: &str, test: impl AsyncFnOnce(&Env, &Chrome)) {
     if !have_chromium() {
         return;
     }
     let _one = one_at_a_time();
-    let env = Env::new();
+    let env = Env::with_policy(policy);
     rt().block_on(async {
         let chrome = Chrome::launch().await;
         let _review = chrome.enroll_and_sign_in(&env, "alice").await;
@@ -55,6 +60,7 @@ impl Drop for Running {
 
 pub(crate) struct Env {
     dir: tempfile::TempDir,
+    policy: String,
     pub(crate) port: u16,
     ran: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
 }
@@ -66,14 +72,19 @@ fn free_port() -> u16 {
 
 impl Env {
     pub(crate) fn new() -> Env {
+        Env::with_policy(POLICY)
+    }
+
+    pub(crate) fn with_policy(policy: &str) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
         let env = Env {
             dir,
+            policy: policy.to_owned(),
             port: free_port(),
             ran: Arc::default(),
         };
         std::fs::create_dir_all(env.home()).expect("home");
-        std::fs::write(env.home().join("countersign.toml"), POLICY).expect("policy");
+        std::fs::write(env.home().join("countersign.toml"), policy).expect("policy");
         env
     }
 
@@ -182,7 +193,7 @@ impl Env {
                 (store, ledger.expect("ledger"))
             })
         });
-        let policy = Arc::new(Policy::from_toml(POLICY).expect("policy"));
+        let policy = Arc::new(Policy::from_toml(&self.policy).expect("policy"));
         let anchor = countersign_gate::anchor_path_in(&self.home(), &url).expect("anchor path");
         let mut gate = Gate::new(store, policy)
             .with_ledger(ledger)

@@ -78,8 +78,8 @@ impl Approvers {
     /// # Errors
     /// `CONFIG_INVALID` for an unreadable, writable-by-others or invalid file.
     pub fn load(path: &Path) -> Result<Self> {
-        check_permissions(path)?;
-        let text = std::fs::read_to_string(path)
+        let read = check_permissions(path)?;
+        let text = std::fs::read_to_string(&read)
             .map_err(|e| config(format!("cannot read approvers {}: {e}", path.display())))?;
         Self::from_toml(&text)
             .map_err(|e| config(format!("approvers {}: {}", path.display(), strip(&e))))
@@ -126,9 +126,21 @@ impl Approvers {
                 keys.push((key.key_data().clone(), a.name.clone()));
                 ssh.push(key);
             }
-            let mut passkeys = Vec::with_capacity(a.passkeys.len());
+            let mut passkeys: Vec<Passkey> = Vec::with_capacity(a.passkeys.len());
             for p in a.passkeys {
-                passkeys.push(passkey(&a.name, p)?);
+                let p = passkey(&a.name, p)?;
+                let earlier = list
+                    .iter()
+                    .flat_map(|e: &Approver| e.passkeys.iter().map(move |k| (e.name.as_str(), k)))
+                    .chain(passkeys.iter().map(|k| (a.name.as_str(), k)));
+                if let Some((other, what)) = clash(earlier, &p) {
+                    return Err(config(format!(
+                        "one passkey {what} is listed for both {other:?} and {:?}: a passkey \
+                         must name exactly one person",
+                        a.name
+                    )));
+                }
+                passkeys.push(p);
             }
             list.push(Approver {
                 name: a.name,
@@ -155,6 +167,17 @@ impl Approvers {
         self.list
             .iter()
             .find_map(|a| a.passkeys.iter().find(|p| p.id == id).map(|p| (a, p)))
+    }
+
+    /// Who already holds `passkey` — its credential id, or its public key under any credential
+    /// id — and which of the two matched: an enrollment must not hand out a second name for a
+    /// passkey someone is listed with.
+    pub fn passkey_holder(&self, passkey: &Passkey) -> Option<(&str, &'static str)> {
+        let listed = self
+            .list
+            .iter()
+            .flat_map(|a| a.passkeys.iter().map(move |k| (a.name.as_str(), k)));
+        clash(listed, passkey)
     }
 
     /// The approver one of whose ssh keys is `key`.
@@ -222,6 +245,25 @@ fn passkey(name: &str, p: RawPasskey) -> Result<Passkey> {
     })
 }
 
+/// The first of `listed` that is `p` again: the same credential id, or the same public key
+/// compared as key material (bytes that hold no key compare as they are).
+fn clash<'a>(
+    listed: impl Iterator<Item = (&'a str, &'a Passkey)>,
+    p: &Passkey,
+) -> Option<(&'a str, &'static str)> {
+    let material = |k: &Passkey| super::webauthn::key_material(&k.key).unwrap_or(k.key.clone());
+    let mine = material(p);
+    for (name, k) in listed {
+        if k.id == p.id {
+            return Some((name, "credential id"));
+        }
+        if material(k) == mine {
+            return Some((name, "public key"));
+        }
+    }
+    None
+}
+
 fn strip(e: &Error) -> String {
     match e {
         Error::Config(m) => m.clone(),
@@ -230,12 +272,17 @@ fn strip(e: &Error) -> String {
 }
 
 /// Refuses a file that is not a regular file, or that group or others may write, or whose
-/// folder others may write (they could put another file in its place).
+/// folder others may write (they could put another file in its place). A symbolic link is
+/// followed to the file it names, and the folder holding that file is checked too: a link from a
+/// safe folder into a writable one is a writable file. Returns the resolved path, the one to
+/// read, so a link swapped after the check is not followed a second time.
 #[cfg(unix)]
-fn check_permissions(path: &Path) -> Result<()> {
+fn check_permissions(path: &Path) -> Result<std::path::PathBuf> {
     use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path)
-        .map_err(|e| config(format!("cannot read approvers {}: {e}", path.display())))?;
+    let unreadable =
+        |e: std::io::Error| config(format!("cannot read approvers {}: {e}", path.display()));
+    let resolved = std::fs::canonicalize(path).map_err(unreadable)?;
+    let meta = std::fs::metadata(&resolved).map_err(unreadable)?;
     if !meta.is_file() {
         return Err(config(format!(
             "approvers {} is not a regular file",
@@ -246,29 +293,30 @@ fn check_permissions(path: &Path) -> Result<()> {
         return Err(config(format!(
             "approvers {} is writable by group or others; make it writable by its owner only \
              (chmod go-w), ideally owned by another user than the agent's",
-            path.display()
+            resolved.display()
         )));
     }
-    let folder = std::path::absolute(path)
+    let named = std::path::absolute(path)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf));
-    if let Some(folder) = folder
-        && let Ok(meta) = std::fs::metadata(&folder)
-    {
-        let mode = meta.permissions().mode();
-        if mode & 0o022 != 0 && mode & 0o1000 == 0 {
-            return Err(config(format!(
-                "the folder {} of the approvers file is writable by group or others",
-                folder.display()
-            )));
+    let holding = resolved.parent().map(Path::to_path_buf);
+    for folder in named.into_iter().chain(holding) {
+        if let Ok(meta) = std::fs::metadata(&folder) {
+            let mode = meta.permissions().mode();
+            if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+                return Err(config(format!(
+                    "the folder {} of the approvers file is writable by group or others",
+                    folder.display()
+                )));
+            }
         }
     }
-    Ok(())
+    Ok(resolved)
 }
 
 #[cfg(not(unix))]
-fn check_permissions(_path: &Path) -> Result<()> {
-    Ok(())
+fn check_permissions(path: &Path) -> Result<std::path::PathBuf> {
+    Ok(path.to_path_buf())
 }
 
 /// Turns a git-style `allowed_signers` file (`principals [options] keytype base64 [comment]`)

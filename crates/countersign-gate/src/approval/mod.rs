@@ -5,8 +5,9 @@
 //! of one revision when three more things hold: the key is listed for that person in the
 //! approvers file, the statement names exactly that draft's current revision, and the policy
 //! lets that person approve that tool for that tenant. [`check_signed`] decides the first two;
-//! [`allowed`] the third. The executing server asks both again before it runs anything, so a
-//! row written into the store by anything but this code still does not count.
+//! [`allowed`] the third (and [`entitled`], its part that editing and rejecting need too). The
+//! executing server asks both again before it runs anything, so a row written into the store by
+//! anything but this code still does not count.
 
 pub mod approvers;
 pub mod sshsig;
@@ -153,13 +154,39 @@ pub fn check_signed(
     })
 }
 
-/// Whether the policy lets `name` approve `draft`: listed in the approvers file (when there is
-/// one) for the draft's tenant, named by the tool's `approvers`, and not the proposing subject
-/// unless `self_approval` is on.
+/// Whether the policy lets `name` approve `draft`: [`entitled`] to decide on it, and not the
+/// proposer of its current revision ([`Draft::proposer`]: the agent's subject, or the person
+/// whose edit made it) unless `self_approval` is on.
 ///
 /// # Errors
 /// `APPROVER_NOT_ALLOWED`.
 pub fn allowed(
+    approvers: Option<&Approvers>,
+    tool: &ToolPolicy,
+    draft: &Draft,
+    name: &str,
+) -> Result<()> {
+    entitled(approvers, tool, draft, name)?;
+    if !tool.self_approval && draft.proposer() == Some(name) {
+        return Err(Error::ApproverNotAllowed {
+            why: if draft.editor.is_some() {
+                "a person may not approve their own edit"
+            } else {
+                "a person may not approve their own proposal"
+            },
+        });
+    }
+    Ok(())
+}
+
+/// Whether `name` may decide on `draft` at all — approve, edit or reject it: listed in the
+/// approvers file (when there is one) for the draft's tenant, and named by the tool's
+/// `approvers`. Editing voids others' approvals and rejecting ends the draft, so neither is
+/// open to someone the policy would not let approve.
+///
+/// # Errors
+/// `APPROVER_NOT_ALLOWED`.
+pub fn entitled(
     approvers: Option<&Approvers>,
     tool: &ToolPolicy,
     draft: &Draft,
@@ -177,9 +204,6 @@ pub fn allowed(
     }
     if !tool.approvers.allows(name) {
         return refuse("the approver is not listed for this tool");
-    }
-    if !tool.self_approval && draft.principal.subject.as_deref() == Some(name) {
-        return refuse("a person may not approve their own proposal");
     }
     Ok(())
 }

@@ -295,6 +295,18 @@ fn read_cbor(bytes: &[u8]) -> Result<(Cbor, &[u8])> {
     Ok((value, rest))
 }
 
+/// The public key a passkey's COSE bytes hold, as its algorithm and point: the same key
+/// however its CBOR map was spelled (member order, extra members). `None` for bytes that hold
+/// no ES256 or EdDSA key.
+pub(crate) fn key_material(cose: &[u8]) -> Option<Vec<u8>> {
+    Some(match CoseKey::from_bytes(cose).ok()? {
+        CoseKey::Es256(key) => {
+            [b"es256:".as_slice(), key.to_encoded_point(true).as_bytes()].concat()
+        }
+        CoseKey::Ed25519(key) => [b"eddsa:".as_slice(), key.as_bytes()].concat(),
+    })
+}
+
 /// A passkey's public key, from its COSE form.
 enum CoseKey {
     Es256(p256::ecdsa::VerifyingKey),

@@ -483,3 +483,6 @@ fn check_signed_accepts_a_passkey_assertion_only_for_its_approver() {
     let signature = Signature::WebAuthn(over_other.to_text());
     assert!(check_signed(&approvers, alice.bytes(), &signature).is_err());
 }
+
+#[path = "passkey_listing_tests.rs"]
+mod listing;

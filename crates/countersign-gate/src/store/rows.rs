@@ -28,6 +28,7 @@ pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
         canonical,
         hidden,
         principal,
+        editor,
         created_at,
         expires_at,
         state: _,
@@ -40,6 +41,7 @@ pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
         && *canonical == before.canonical
         && *hidden == before.hidden
         && *principal == before.principal
+        && *editor == before.editor
         && *created_at == before.created_at
         && *expires_at == before.expires_at
 }

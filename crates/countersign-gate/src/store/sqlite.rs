@@ -32,7 +32,7 @@ use reads::{bytes, get_draft, get_op, read_draft};
 use tx::Immediate;
 
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
-                             created_at, expires_at, state, detail";
+                             created_at, expires_at, state, detail, editor";
 const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
                           error, attempts, started_at, finished_at, principal";
 
@@ -164,8 +164,8 @@ fn write(
             .as_ref()
             .is_some_and(|d| d.id == r.draft_id && d.seq == r.seq && d.canonical == r.canonical);
         conn.prepare_cached(
-            "INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO gate_revisions (draft_id, seq, revision, canonical, created_at, editor)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )
         .map_err(db)?
         .execute(params![
@@ -173,7 +173,8 @@ fn write(
             r.seq,
             r.revision.to_hex(),
             (!shared).then_some(&r.canonical),
-            r.created_at
+            r.created_at,
+            r.editor
         ])
         .map_err(db)?;
     }
@@ -193,10 +194,11 @@ fn write(
     } else if let Some(d) = commit.draft {
         let (state, detail) = state_to_row(&d.state);
         let sql = format!(
-            "INSERT INTO gate_drafts ({DRAFT_COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)
+            "INSERT INTO gate_drafts ({DRAFT_COLUMNS})
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)
              ON CONFLICT(id) DO UPDATE SET seq=excluded.seq, revision=excluded.revision,
              canonical=excluded.canonical, hidden=excluded.hidden, expires_at=excluded.expires_at,
-             state=excluded.state, detail=excluded.detail"
+             state=excluded.state, detail=excluded.detail, editor=excluded.editor"
         );
         conn.prepare_cached(&sql)
             .map_err(db)?
@@ -212,7 +214,8 @@ fn write(
                 d.created_at,
                 d.expires_at,
                 state,
-                detail
+                detail,
+                d.editor
             ])
             .map_err(db)?;
     }
@@ -383,7 +386,7 @@ impl GateStore for SqliteStore {
         let conn = self.lock()?;
         let mut stmt = conn
             .prepare_cached(
-                "SELECT r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at
+                "SELECT r.seq, r.revision, COALESCE(r.canonical, d.canonical), r.created_at, r.editor
                  FROM gate_revisions r
                  LEFT JOIN gate_drafts d ON d.id = r.draft_id AND d.seq = r.seq
                  WHERE r.draft_id = ?1 ORDER BY r.seq",
@@ -396,16 +399,18 @@ impl GateStore for SqliteStore {
                     r.get::<_, String>(1)?,
                     bytes(r, 2)?,
                     r.get(3)?,
+                    r.get(4)?,
                 ))
             })
             .map_err(db)?;
         rows.map(|r| {
-            let (seq, revision, canonical, created_at) = r.map_err(db)?;
+            let (seq, revision, canonical, created_at, editor) = r.map_err(db)?;
             Ok(RevisionRecord {
                 draft_id: id.clone(),
                 seq,
                 revision: revision_from_row(&revision)?,
                 canonical,
+                editor,
                 created_at,
             })
         })

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Object, Principal, Value, digest_framed};
+use countersign_gate::approval::Approvers;
 use countersign_replay::Ledger;
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier, danger};
 use hyper::{Response, StatusCode};
@@ -193,8 +194,15 @@ impl Links {
         ceremony.page("This link works once. The page shows the line to add to the approvers file; nothing is added by the server.")
     }
 
-    /// `POST /review/enroll?name=…&t=…`: verifies the new passkey, then spends the link.
-    pub(crate) async fn register(&self, origin: &str, query: &str, body: &[u8]) -> Response<Body> {
+    /// `POST /review/enroll?name=…&t=…`: verifies the new passkey — one that `listed` (the
+    /// approvers file in force) already lists is refused — then spends the link.
+    pub(crate) async fn register(
+        &self,
+        origin: &str,
+        query: &str,
+        body: &[u8],
+        listed: Option<&Approvers>,
+    ) -> Response<Body> {
         let opened = match self.open(origin, query) {
             Ok(o) => o,
             Err(refused) => return refused.json(),
@@ -203,7 +211,7 @@ impl Links {
             Ok(r) => r,
             Err(message) => return crate::api::bad(&message),
         };
-        let passkey = match registration.verify(&challenge(&opened.token), origin) {
+        let passkey = match registration.verify(&challenge(&opened.token), origin, listed) {
             Ok(p) => p,
             Err(e) => {
                 return guard::error(StatusCode::BAD_REQUEST, e.code().as_str(), &e.to_string());

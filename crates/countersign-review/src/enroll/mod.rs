@@ -11,7 +11,10 @@
 //!   say); that page registers the passkey and shows the line.
 //!
 //! Either way nothing is written: the person (or whoever owns the approvers file) adds the
-//! line, so making a passkey never makes anyone an approver by itself.
+//! line, so making a passkey never makes anyone an approver by itself. A passkey whose
+//! credential id or public key the approvers file already lists is refused: a registration
+//! (`fmt: none` needs no proof of the key) can carry anyone's public credential, and a second
+//! name for one passkey would let its holder sign in as whichever name comes first.
 
 pub mod link;
 
@@ -24,8 +27,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use bytes::Bytes;
-use countersign_gate::approval::Passkey;
 use countersign_gate::approval::webauthn;
+use countersign_gate::approval::{Approvers, Passkey};
 use http_body_util::{BodyExt, Limited};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
@@ -47,6 +50,7 @@ const LOOPBACK_HOST: &str = "localhost";
 pub struct Enrollment {
     listener: TcpListener,
     state: Arc<State>,
+    listed: Option<Arc<Approvers>>,
 }
 
 #[derive(Debug)]
@@ -80,7 +84,15 @@ impl Enrollment {
                 user_id: rand::random(),
                 done: Mutex::new(None),
             }),
+            listed: None,
         })
+    }
+
+    /// Refuses a passkey `approvers` already lists (by credential id or public key).
+    #[must_use]
+    pub fn refusing_listed(mut self, approvers: Arc<Approvers>) -> Self {
+        self.listed = Some(approvers);
+        self
     }
 
     /// The one-time page to open.
@@ -98,9 +110,10 @@ impl Enrollment {
             *slot = Some(tx);
         }
         let state = self.state.clone();
+        let listed = self.listed.clone();
         let service = service_fn(move |req| {
-            let state = state.clone();
-            async move { Ok::<_, Infallible>(answer(&state, req).await) }
+            let (state, listed) = (state.clone(), listed.clone());
+            async move { Ok::<_, Infallible>(answer(&state, listed.as_deref(), req).await) }
         });
         let mut made = None;
         let stop = async {
@@ -130,7 +143,7 @@ pub fn approvers_line(passkey: &Passkey) -> String {
     )
 }
 
-async fn answer<B>(state: &State, req: Request<B>) -> Response<Body>
+async fn answer<B>(state: &State, listed: Option<&Approvers>, req: Request<B>) -> Response<Body>
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -158,7 +171,7 @@ where
             let Ok(body) = Limited::new(body, 64 * 1024).collect().await else {
                 return guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "bad body");
             };
-            register(state, &origin, &body.to_bytes())
+            register(state, listed, &origin, &body.to_bytes())
         }
         _ => guard::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page"),
     }
@@ -174,7 +187,12 @@ fn page(state: &State) -> Response<Body> {
     ceremony.page("Nothing is written to the approvers file: the command prints the line to add.")
 }
 
-fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
+fn register(
+    state: &State,
+    listed: Option<&Approvers>,
+    origin: &str,
+    body: &[u8],
+) -> Response<Body> {
     let registration = match Registration::read(body) {
         Ok(r) => r,
         Err(message) => return crate::api::bad(&message),
@@ -185,7 +203,7 @@ fn register(state: &State, origin: &str, body: &[u8]) -> Response<Body> {
     let Some(done) = slot.as_ref() else {
         return guard::error(StatusCode::GONE, "NOT_FOUND", "this page was used already");
     };
-    match registration.verify(&state.challenge, origin) {
+    match registration.verify(&state.challenge, origin, listed) {
         Ok(passkey) => {
             let line = approvers_line(&passkey);
             let _ = done.try_send(passkey);
@@ -256,12 +274,31 @@ impl Registration {
         })
     }
 
-    /// Verifies the new passkey against `challenge` on `origin`.
+    /// Verifies the new passkey against `challenge` on `origin`, and that `listed` (the
+    /// approvers file in force, if any) does not list it already.
     pub(crate) fn verify(
         &self,
         challenge: &[u8],
         origin: &str,
+        listed: Option<&Approvers>,
     ) -> Result<Passkey, countersign_gate::Error> {
-        webauthn::register(&self.client_data, &self.attestation, challenge, origin)
+        let passkey = webauthn::register(&self.client_data, &self.attestation, challenge, origin)?;
+        if let Some((holder, what)) = listed.and_then(|a| a.passkey_holder(&passkey)) {
+            // The holder's name stays in the server's log: the page may be anyone's.
+            tracing::warn!(%holder, what, "an enrollment offered a passkey already listed");
+            return Err(countersign_gate::Error::ApproverNotAllowed {
+                why: if what == "credential id" {
+                    "this passkey's credential id is already listed in the approvers file; \
+                     one passkey names one person: make a new passkey"
+                } else {
+                    "this passkey's public key is already listed in the approvers file; \
+                     one passkey names one person: make a new passkey"
+                },
+            });
+        }
+        Ok(passkey)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -51,7 +51,7 @@ where
     credential_names_are_redacted(make().await).await;
 }
 
-fn gate_with(store: Arc<dyn GateStore>, policy: &str, clock: Arc<ManualClock>) -> Gate {
+pub(super) fn gate_with(store: Arc<dyn GateStore>, policy: &str, clock: Arc<ManualClock>) -> Gate {
     let policy = Policy::from_toml(policy).expect("suite policy");
     Gate::new(store, Arc::new(policy)).with_clock(clock)
 }

@@ -352,7 +352,7 @@ impl GateStore for PostgresStore {
     async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>> {
         let client = self.pool.get().await.map_err(pg)?;
         let sql = format!(
-            "SELECT seq, revision, canonical, created_at FROM {}.gate_revisions
+            "SELECT seq, revision, canonical, created_at, editor FROM {}.gate_revisions
              WHERE draft_id = $1 ORDER BY seq",
             self.s
         );
@@ -367,6 +367,7 @@ impl GateStore for PostgresStore {
                     seq: u32::try_from(r.try_get::<_, i64>(0).map_err(pg)?).map_err(pg)?,
                     revision: revision_from_row(&r.try_get::<_, String>(1).map_err(pg)?)?,
                     canonical: r.try_get(2).map_err(pg)?,
+                    editor: r.try_get(4).map_err(pg)?,
                     created_at: r.try_get(3).map_err(pg)?,
                 })
             })

@@ -25,6 +25,7 @@ pub(super) fn draft_row(r: &tokio_postgres::Row) -> Result<Draft> {
         canonical: r.try_get(5).map_err(pg)?,
         hidden: hidden_from_row(&text(6)?)?,
         principal: principal_from_row(&text(7)?)?,
+        editor: r.try_get(12).map_err(pg)?,
         created_at: int(8)?,
         expires_at: int(9)?,
         state: state_from_row(&text(10)?, &text(11)?)?,

@@ -49,10 +49,12 @@ CREATE TABLE IF NOT EXISTS {s}.gate_operations (
 CREATE TABLE IF NOT EXISTS {s}.gate_rate (tool TEXT NOT NULL, at BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON {s}.gate_rate (tool, at);
 CREATE TABLE IF NOT EXISTS {s}.gate_audit (seq BIGINT PRIMARY KEY, digest TEXT NOT NULL, body BYTEA NOT NULL);
+ALTER TABLE {s}.gate_drafts ADD COLUMN IF NOT EXISTS editor TEXT;
+ALTER TABLE {s}.gate_revisions ADD COLUMN IF NOT EXISTS editor TEXT;
 ";
 
 pub(super) const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
-                             created_at, expires_at, state, detail";
+                             created_at, expires_at, state, detail, editor";
 pub(super) const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
                           error, attempts, started_at, finished_at, principal";
 
@@ -129,10 +131,10 @@ impl Sql {
                 "SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"
             ),
             upsert_draft: format!(
-                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
                  ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
                  canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
-                 state=EXCLUDED.state, detail=EXCLUDED.detail"
+                 state=EXCLUDED.state, detail=EXCLUDED.detail, editor=EXCLUDED.editor"
             ),
             // An approval, a claim and an outcome move only the state: the upsert would send
             // the envelope again and make the server write it again (a new TOAST value and
@@ -141,8 +143,8 @@ impl Sql {
                 "UPDATE {s}.gate_drafts SET state = $2, detail = $3 WHERE id = $1"
             ),
             revision: format!(
-                "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at)
-                 VALUES ($1, $2, $3, $4, $5)"
+                "INSERT INTO {s}.gate_revisions (draft_id, seq, revision, canonical, created_at, editor)
+                 VALUES ($1, $2, $3, $4, $5, $6)"
             ),
             upsert_op: format!(
                 "INSERT INTO {s}.gate_operations ({OP_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)

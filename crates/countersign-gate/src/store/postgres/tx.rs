@@ -100,6 +100,7 @@ pub(super) fn writes<'a>(
                         &d.expires_at,
                         state,
                         detail,
+                        &d.editor,
                     ],
                 )
                 .await
@@ -118,6 +119,7 @@ pub(super) fn writes<'a>(
                     revision,
                     &r.canonical,
                     &r.created_at,
+                    &r.editor,
                 ],
             )
             .await

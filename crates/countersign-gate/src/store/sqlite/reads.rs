@@ -31,6 +31,7 @@ pub(super) fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Dra
     let expires_at: i64 = row.get(9)?;
     let state: String = row.get(10)?;
     let detail: String = row.get(11)?;
+    let editor: Option<String> = row.get(12)?;
     Ok((|| {
         Ok(Draft {
             id: DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))?,
@@ -41,6 +42,7 @@ pub(super) fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Dra
             canonical,
             hidden: hidden_from_row(&hidden)?,
             principal: principal_from_row(&principal)?,
+            editor,
             created_at,
             expires_at,
             state: state_from_row(&state, &detail)?,

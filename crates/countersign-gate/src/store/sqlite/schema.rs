@@ -105,6 +105,13 @@ CREATE TABLE IF NOT EXISTS gate_passkey_counters (
     credential TEXT PRIMARY KEY, counter INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
+/// v5 keeps who made each revision: the person whose edit on the review page made it (NULL: the
+/// agent), since that person is the revision's proposer and may not approve it themselves.
+const MIGRATE_V5: &str = "
+ALTER TABLE gate_drafts ADD COLUMN editor TEXT;
+ALTER TABLE gate_revisions ADD COLUMN editor TEXT;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -112,6 +119,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, MIGRATE_V2),
     (3, MIGRATE_V3),
     (4, MIGRATE_V4),
+    (5, MIGRATE_V5),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
