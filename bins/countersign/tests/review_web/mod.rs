@@ -288,12 +288,27 @@ pub(crate) trait OnReview {
     async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running;
     /// Signs in on the page at `origin` with a passkey already listed.
     async fn sign_in(&self, origin: &str);
+    /// Waits until the page `page` (`list`, `draft`, `batch`, `login`) has loaded.
+    async fn on_page(&self, page: &str);
 }
 
 impl OnReview for Chrome {
     async fn open(&self, env: &Env, d: &Draft) {
+        // The plain address goes through the sign-in page, which continues under the
+        // session's own path.
         self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
             .await;
+        self.on_page("draft").await;
+    }
+
+    async fn on_page(&self, page: &str) {
+        self.until(
+            &format!(
+                "document.readyState === 'complete' && document.body.dataset.page === '{page}'"
+            ),
+            &format!("the {page} page"),
+        )
+        .await;
     }
 
     async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
@@ -333,10 +348,6 @@ impl OnReview for Chrome {
     async fn sign_in(&self, origin: &str) {
         self.goto(&format!("{origin}/review/login")).await;
         self.click("#signin").await;
-        self.until(
-            "location.pathname === '/review'",
-            "the list page after sign-in",
-        )
-        .await;
+        self.on_page("list").await;
     }
 }
