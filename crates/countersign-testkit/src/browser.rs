@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
+    AddCredentialParams, AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol,
+    AuthenticatorTransport, EnableParams, GetCredentialsParams, RemoveCredentialParams,
     VirtualAuthenticatorOptions,
 };
 use chromiumoxide::page::{Page, ScreenshotParams};
@@ -39,6 +40,8 @@ pub struct Chrome {
     pub browser: Browser,
     /// The one page, holding the authenticator.
     pub page: Page,
+    /// The virtual authenticator.
+    pub authenticator: AuthenticatorId,
     _profile: tempfile::TempDir,
 }
 
@@ -71,13 +74,43 @@ impl Chrome {
             .is_user_verified(true)
             .build()
             .expect("authenticator options");
-        page.execute(AddVirtualAuthenticatorParams::new(options))
+        let authenticator = page
+            .execute(AddVirtualAuthenticatorParams::new(options))
             .await
-            .expect("WebAuthn.addVirtualAuthenticator");
+            .expect("WebAuthn.addVirtualAuthenticator")
+            .result
+            .authenticator_id;
         Chrome {
             browser,
             page,
+            authenticator,
             _profile: profile,
+        }
+    }
+
+    /// Puts every passkey of the authenticator back to signature counter 0, as a copy of it
+    /// made before its first use would sign: the next assertion reports a counter that did not
+    /// move on.
+    pub async fn rewind_passkeys(&self) {
+        let held = self
+            .page
+            .execute(GetCredentialsParams::new(self.authenticator.clone()))
+            .await
+            .expect("WebAuthn.getCredentials")
+            .result
+            .credentials;
+        assert!(!held.is_empty(), "the authenticator holds no passkey");
+        for mut credential in held {
+            let id = credential.credential_id.clone();
+            self.page
+                .execute(RemoveCredentialParams::new(self.authenticator.clone(), id))
+                .await
+                .expect("WebAuthn.removeCredential");
+            credential.sign_count = 0;
+            self.page
+                .execute(AddCredentialParams::new(self.authenticator.clone(), credential))
+                .await
+                .expect("WebAuthn.addCredential");
         }
     }
 
