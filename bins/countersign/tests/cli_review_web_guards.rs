@@ -92,17 +92,23 @@ fn another_port_learns_no_session_and_cannot_lock_the_person_out() {
         assert_eq!(real.len(), 1, "one session cookie: {cookies:?}");
         let real = real[0].value.clone();
 
-        // The other page plants cookies and asks its own server for `/review/…`.
+        // The other page asks its own server for `/review/…`, before and after planting
+        // cookies of the session's name on the host.
         let other = OtherPort::start();
-        chrome.goto(&format!("{}/plant", other.origin())).await;
-        chrome
-            .js("Promise.all(['/review', '/review/', '/review/draft/x', '/review/s/', \
-                 '/review/s/x/pending.json', '/review/pending.json'].map(p => fetch(p)\
-                 .then(r => r.status))).then(s => s.length)")
-            .await;
+        let ask_own = "Promise.all(['/review', '/review/', '/review/draft/x', '/review/s/', \
+                       '/review/s/x/pending.json', '/review/pending.json'].map(p => fetch(p)\
+                       .then(r => r.status))).then(s => s.length)";
+        chrome.goto(&format!("{}/", other.origin())).await;
+        chrome.js(ask_own).await;
         chrome
             .goto(&format!("{}/review/draft/{}", other.origin(), d.id))
             .await;
+        assert!(
+            !other.session_values().contains(&real),
+            "the session cookie reached another port"
+        );
+        chrome.goto(&format!("{}/plant", other.origin())).await;
+        chrome.js(ask_own).await;
         let seen = other.session_values();
         assert!(!seen.is_empty(), "the planted cookies came back");
         assert!(
