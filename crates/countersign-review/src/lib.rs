@@ -34,6 +34,8 @@ mod guard;
 #[cfg(test)]
 mod link_tests;
 mod pages;
+#[cfg(test)]
+mod refusal_tests;
 mod serve;
 mod session;
 mod throttle;
