@@ -51,7 +51,9 @@ impl OtherPort {
                         ));
                     }
                 }
-                answer.push_str("Connection: close\r\nContent-Length: 20\r\n\r\n<p>another page</p>\n");
+                answer.push_str(
+                    "Connection: close\r\nContent-Length: 20\r\n\r\n<p>another page</p>\n",
+                );
                 let _ = stream.write_all(answer.as_bytes());
             }
         });
@@ -71,7 +73,11 @@ impl OtherPort {
             .filter_map(|l| l.strip_prefix("Cookie: ").map(str::to_owned))
             .flat_map(|c| {
                 c.split(';')
-                    .filter_map(|p| p.trim().strip_prefix("countersign_review=").map(str::to_owned))
+                    .filter_map(|p| {
+                        p.trim()
+                            .strip_prefix("countersign_review=")
+                            .map(str::to_owned)
+                    })
                     .collect::<Vec<_>>()
             })
             .collect()
@@ -131,7 +137,9 @@ fn another_port_learns_no_session_and_cannot_lock_the_person_out() {
         chrome.open(env, &d).await;
         let shown = chrome.js("document.body.innerText").await;
         assert!(
-            shown.as_str().is_some_and(|t| t.contains(&d.revision.to_hex())),
+            shown
+                .as_str()
+                .is_some_and(|t| t.contains(&d.revision.to_hex())),
             "{shown}"
         );
         chrome.click("#approve").await;
@@ -154,13 +162,16 @@ fn a_challenge_flood_is_limited_names_nobody_and_evicts_no_pending_sign_in() {
     signed_in(async |env, chrome| {
         // A person starts signing in (on a tab of their own: this one is signed in already).
         let challenge = chrome
-            .js("post('/review/login/challenge', {}).then(c => { window.pending = c; \
-                 return JSON.stringify(c); })")
+            .js(
+                "post('/review/login/challenge', {}).then(c => { window.pending = c; \
+                 return JSON.stringify(c); })",
+            )
             .await;
         let challenge = challenge.as_str().unwrap_or("").to_owned();
         let keys: serde_json::Value = serde_json::from_str(&challenge).expect("json");
         assert_eq!(
-            keys.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            keys.as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>()),
             Some(vec!["challenge".to_owned()]),
             "{challenge}"
         );
@@ -182,7 +193,10 @@ fn a_challenge_flood_is_limited_names_nobody_and_evicts_no_pending_sign_in() {
                 other => panic!("{other}: {answer}"),
             }
         }
-        assert!(handed < 16, "{handed} challenges handed to one peer at once");
+        assert!(
+            handed < 16,
+            "{handed} challenges handed to one peer at once"
+        );
         let limited = limited.expect("the flood was limited");
         assert!(limited.contains("RATE_LIMITED"), "{limited}");
         assert!(
@@ -209,10 +223,12 @@ fn a_copied_passkey_whose_counter_went_back_cannot_sign_in() {
         let _ = env;
         chrome.rewind_passkeys().await;
         let code = chrome
-            .js("(async () => { const c = await post('/review/login/challenge', {}); \
+            .js(
+                "(async () => { const c = await post('/review/login/challenge', {}); \
                  const a = await assertion(b64u.dec(c.challenge), []); \
                  return post('/review/login', { challenge: c.challenge, assertion: a }) \
-                 .then(r => 'signed in as ' + r.approver, e => e.code + ': ' + e.message); })()")
+                 .then(r => 'signed in as ' + r.approver, e => e.code + ': ' + e.message); })()",
+            )
             .await;
         let code = code.as_str().unwrap_or("");
         assert!(

@@ -108,7 +108,10 @@ impl Chrome {
                 .expect("WebAuthn.removeCredential");
             credential.sign_count = 0;
             self.page
-                .execute(AddCredentialParams::new(self.authenticator.clone(), credential))
+                .execute(AddCredentialParams::new(
+                    self.authenticator.clone(),
+                    credential,
+                ))
                 .await
                 .expect("WebAuthn.addCredential");
         }
@@ -162,6 +165,19 @@ impl Chrome {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         panic!("timed out waiting for {what}");
+    }
+
+    /// Waits until the review page `page` (its `data-page`: `login`, `list`, `draft`,
+    /// `batch`) has loaded. A plain `/review/…` address goes through the sign-in page, whose
+    /// script continues under the session's own path.
+    pub async fn on_page(&self, page: &str) {
+        self.until(
+            &format!(
+                "document.readyState === 'complete' && document.body.dataset.page === '{page}'"
+            ),
+            &format!("the {page} page"),
+        )
+        .await;
     }
 
     /// The status line once it says something final.

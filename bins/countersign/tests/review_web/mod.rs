@@ -299,8 +299,6 @@ pub(crate) trait OnReview {
     async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running;
     /// Signs in on the page at `origin` with a passkey already listed.
     async fn sign_in(&self, origin: &str);
-    /// Waits until the page `page` (`list`, `draft`, `batch`, `login`) has loaded.
-    async fn on_page(&self, page: &str);
 }
 
 impl OnReview for Chrome {
@@ -310,16 +308,6 @@ impl OnReview for Chrome {
         self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
             .await;
         self.on_page("draft").await;
-    }
-
-    async fn on_page(&self, page: &str) {
-        self.until(
-            &format!(
-                "document.readyState === 'complete' && document.body.dataset.page === '{page}'"
-            ),
-            &format!("the {page} page"),
-        )
-        .await;
     }
 
     async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
