@@ -259,7 +259,13 @@ function enroll() {
             { type: "public-key", alg: -7 },
             { type: "public-key", alg: -8 },
           ],
-          authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
+          // Discoverable: signing in hands out no credential list, so the authenticator must
+          // keep the passkey and offer it by itself.
+          authenticatorSelection: {
+            userVerification: "required",
+            residentKey: "required",
+            requireResidentKey: true,
+          },
           attestation: "none",
           timeout: 120000,
         },
