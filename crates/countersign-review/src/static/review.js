@@ -259,13 +259,7 @@ function enroll() {
             { type: "public-key", alg: -7 },
             { type: "public-key", alg: -8 },
           ],
-          // Discoverable: signing in hands out no credential list, so the authenticator must
-          // keep the passkey and offer it by itself.
-          authenticatorSelection: {
-            userVerification: "required",
-            residentKey: "required",
-            requireResidentKey: true,
-          },
+          authenticatorSelection: { userVerification: "required", residentKey: "preferred" },
           attestation: "none",
           timeout: 120000,
         },
