@@ -258,10 +258,16 @@ fn an_origin_link_makes_one_passkey_that_signs_in() {
         let again = chrome.status().await;
         assert!(again.starts_with("TOKEN_REPLAYED"), "{again}");
 
-        // Once the line is in the approvers file, bob signs in with that passkey.
+        // Once the line is in the approvers file, bob signs in with that passkey (the one the
+        // spent link's second attempt made is not listed: he picks the listed one).
         drop(review);
         env.write_approvers("bob", &line);
         let _review = env.start_review();
+        let id = line
+            .split('"')
+            .nth(1)
+            .unwrap_or_else(|| panic!("no id in {line}"));
+        chrome.keep_only_passkey(id).await;
         chrome.sign_in(&env.origin()).await;
         let who = chrome
             .js("document.querySelector('.who').textContent")

@@ -117,6 +117,31 @@ impl Chrome {
         }
     }
 
+    /// Removes every passkey of the authenticator but the one whose credential id is `keep`
+    /// (base64url, as the approvers file lists it): a person picking their listed passkey where
+    /// the authenticator holds others for the same site.
+    pub async fn keep_only_passkey(&self, keep: &str) {
+        let plain = |id: &str| id.replace('-', "+").replace('_', "/").replace('=', "");
+        let held = self
+            .page
+            .execute(GetCredentialsParams::new(self.authenticator.clone()))
+            .await
+            .expect("WebAuthn.getCredentials")
+            .result
+            .credentials;
+        for credential in held {
+            if plain(credential.credential_id.as_ref()) != plain(keep) {
+                self.page
+                    .execute(RemoveCredentialParams::new(
+                        self.authenticator.clone(),
+                        credential.credential_id,
+                    ))
+                    .await
+                    .expect("WebAuthn.removeCredential");
+            }
+        }
+    }
+
     /// Closes the browser and waits for it to exit.
     pub async fn close(mut self) {
         let _ = self.browser.close().await;
