@@ -232,9 +232,12 @@ mod tests {
         let alice = s.person(&planted, ORIGIN, &o.key).expect("alice");
         assert_eq!(alice.name, "alice");
         assert_eq!(alice.base, format!("/review/s/{}", o.key));
-        assert_eq!(s.person(&[o.id.clone()], ORIGIN, "other-key"), None);
         assert_eq!(
-            s.person(&[o.id.clone()], "http://localhost:9999", &o.key),
+            s.person(std::slice::from_ref(&o.id), ORIGIN, "other-key"),
+            None
+        );
+        assert_eq!(
+            s.person(std::slice::from_ref(&o.id), "http://localhost:9999", &o.key),
             None
         );
         assert_eq!(s.person(&["nope".into()], ORIGIN, &o.key), None);

@@ -20,12 +20,21 @@ impl ToolCatalog for Upstream {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tool_description_with_bidi_and_invisible_characters_is_shown_escaped() {
+#[test]
+fn a_tool_description_with_bidi_and_invisible_characters_is_shown_escaped() {
     if !have_chromium() {
         return;
     }
     let _one = one_at_a_time();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(shown_escaped());
+}
+
+async fn shown_escaped() {
     let tool = digest(Domain::Tool, b"the definition proposed against");
     let policy = Policy::from_toml("[tools.\"publish_post\"]\nmode = \"approval\"\n");
     let gate = Gate::new(
