@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::web_authn::{
     AddCredentialParams, AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol,
-    AuthenticatorTransport, EnableParams, GetCredentialsParams, RemoveCredentialParams,
+    AuthenticatorTransport, Credential, EnableParams, GetCredentialsParams, RemoveCredentialParams,
     VirtualAuthenticatorOptions,
 };
 use chromiumoxide::page::{Page, ScreenshotParams};
@@ -88,17 +88,21 @@ impl Chrome {
         }
     }
 
-    /// Puts every passkey of the authenticator back to signature counter 0, as a copy of it
-    /// made before its first use would sign: the next assertion reports a counter that did not
-    /// move on.
-    pub async fn rewind_passkeys(&self) {
-        let held = self
-            .page
+    /// The passkeys the authenticator holds.
+    pub async fn passkeys(&self) -> Vec<Credential> {
+        self.page
             .execute(GetCredentialsParams::new(self.authenticator.clone()))
             .await
             .expect("WebAuthn.getCredentials")
             .result
-            .credentials;
+            .credentials
+    }
+
+    /// Puts every passkey of the authenticator back to signature counter 0, as a copy of it
+    /// made before its first use would sign: the next assertion reports a counter that did not
+    /// move on.
+    pub async fn rewind_passkeys(&self) {
+        let held = self.passkeys().await;
         assert!(!held.is_empty(), "the authenticator holds no passkey");
         for mut credential in held {
             let id = credential.credential_id.clone();
@@ -122,13 +126,7 @@ impl Chrome {
     /// the authenticator holds others for the same site.
     pub async fn keep_only_passkey(&self, keep: &str) {
         let plain = |id: &str| id.replace('-', "+").replace('_', "/").replace('=', "");
-        let held = self
-            .page
-            .execute(GetCredentialsParams::new(self.authenticator.clone()))
-            .await
-            .expect("WebAuthn.getCredentials")
-            .result
-            .credentials;
+        let held = self.passkeys().await;
         for credential in held {
             if plain(credential.credential_id.as_ref()) != plain(keep) {
                 self.page
