@@ -6,11 +6,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_gate::approval::webauthn::{Assertion, verify_assertion};
 use countersign_gate::approval::{Kind, Signature, Statement};
 use countersign_gate::{Draft, DraftId, Error, parse_revision};
-use hyper::{Response, StatusCode, header};
+use hyper::{Response, StatusCode};
 use serde_json::{Value, json};
 
 use crate::guard::{self, Body};
-use crate::session::{Person, SESSION_TTL};
+use crate::session::{Person, SESSION_PATH, SESSION_TTL};
 use crate::{Call, Review, refusal, serves};
 
 /// How long an approval statement made for the page is valid: the person has this long to
@@ -48,18 +48,20 @@ pub(crate) fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<
         .map_err(|_| format!("`{name}` is not base64url"))
 }
 
-/// The passkey credential ids of everyone in the approvers file (`who` = one person only).
-fn credential_ids(review: &Review, who: Option<&str>) -> Vec<String> {
+/// The passkey credential ids of `who`, for a ceremony of a person already signed in.
+fn credential_ids(review: &Review, who: &str) -> Vec<String> {
     review.gate.approvers().map_or_else(Vec::new, |a| {
         a.iter()
-            .filter(|p| who.is_none_or(|w| p.name() == w))
+            .filter(|p| p.name() == who)
             .flat_map(|p| p.passkeys().iter().map(|k| URL_SAFE_NO_PAD.encode(&k.id)))
             .collect()
     })
 }
 
-/// `POST /review/login/challenge`.
-pub(crate) fn login_challenge(review: &Review) -> Response<Body> {
+/// `POST /review/login/challenge`: a challenge and nothing else. The passkey is discoverable:
+/// the person's authenticator offers the passkeys it holds for this origin, and the answer's
+/// credential id says which it was, so nobody unauthenticated learns who may approve.
+pub(crate) fn login_challenge(review: &Review, call: &Call) -> Response<Body> {
     if review.gate.approvers().is_none() {
         return guard::error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -67,18 +69,46 @@ pub(crate) fn login_challenge(review: &Review) -> Response<Body> {
             "signing in needs an approvers file (--approvers or COUNTERSIGN_APPROVERS)",
         );
     }
-    let challenge = review.sessions.challenge();
-    guard::json(
-        StatusCode::OK,
-        &json!({
-            "challenge": URL_SAFE_NO_PAD.encode(challenge),
-            "allow": credential_ids(review, None),
-        }),
-    )
+    match review.sessions.challenge(call.peer) {
+        Ok(challenge) => guard::json(
+            StatusCode::OK,
+            &json!({ "challenge": URL_SAFE_NO_PAD.encode(challenge) }),
+        ),
+        Err(busy) => guard::rate_limited(busy),
+    }
 }
 
-/// `POST /review/login`: `{challenge, assertion}`.
-pub(crate) fn login(review: &Review, call: &Call) -> Response<Body> {
+/// Checks a sign-in assertion over `challenge`: a listed passkey, a valid signature, and a
+/// signature counter that moved on from its last use (the store the gate keeps for approvals,
+/// so a copied passkey is caught whichever it is used for). Returns the person's name.
+async fn signed_in(review: &Review, assertion: &str, challenge: &[u8]) -> Result<String, Error> {
+    let a = Assertion::from_text(assertion)?;
+    let approvers = review.gate.approvers().ok_or(Error::ApproverNotAllowed {
+        why: "there is no approvers file",
+    })?;
+    let (who, passkey) =
+        approvers
+            .by_passkey(&a.credential_id)
+            .ok_or(Error::ApproverNotAllowed {
+                why: "the passkey is not in the approvers file",
+            })?;
+    let verified = verify_assertion(passkey, &a, challenge)?;
+    let moved = review
+        .gate
+        .store()
+        .advance_passkey_counter(&a.credential_id, verified.counter)
+        .await?;
+    if !moved {
+        return Err(Error::SignatureInvalid {
+            why: "the passkey's signature counter went backwards; it may have been copied",
+        });
+    }
+    Ok(who.name().to_owned())
+}
+
+/// `POST /review/login`: `{challenge, assertion}`. Opens a session and answers where its
+/// pages live (`base`).
+pub(crate) async fn login(review: &Review, call: &Call) -> Response<Body> {
     let o = match parse(&call.body) {
         Ok(o) => o,
         Err(m) => return bad(&m),
@@ -94,29 +124,15 @@ pub(crate) fn login(review: &Review, call: &Call) -> Response<Body> {
             "the sign-in challenge is unknown, used or expired",
         );
     }
-    let verified = Assertion::from_text(assertion).and_then(|a| {
-        let approvers = review.gate.approvers().ok_or(Error::ApproverNotAllowed {
-            why: "there is no approvers file",
-        })?;
-        let (who, passkey) =
-            approvers
-                .by_passkey(&a.credential_id)
-                .ok_or(Error::ApproverNotAllowed {
-                    why: "the passkey is not in the approvers file",
-                })?;
-        verify_assertion(passkey, &a, &challenge)?;
-        Ok(who.name().to_owned())
-    });
-    let name = match verified {
+    let name = match signed_in(review, assertion, &challenge).await {
         Ok(n) => n,
         Err(e) => return refusal(&e),
     };
-    let id = review.sessions.open(Person { name: name.clone() });
-    let mut r = guard::json(StatusCode::OK, &json!({ "approver": name }));
-    let cookie = guard::set_cookie(&id, &call.origin, SESSION_TTL.as_secs());
-    if let Ok(v) = header::HeaderValue::from_str(&cookie) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
+    let opened = review.sessions.open(&name, &call.origin);
+    let base = format!("{SESSION_PATH}{}", opened.key);
+    let mut r = guard::json(StatusCode::OK, &json!({ "approver": name, "base": base }));
+    let cookie = guard::set_cookie(&opened.id, &opened.key, &call.origin, SESSION_TTL.as_secs());
+    guard::add_cookie(&mut r, &cookie);
     r
 }
 
@@ -195,12 +211,27 @@ fn items(
     if list.is_empty() || list.len() > MAX_BATCH {
         return Err("a batch holds 1 to 50 drafts".into());
     }
-    list.iter()
+    let pairs: Vec<(String, String)> = list
+        .iter()
         .map(|pair| match pair.as_array().map(Vec::as_slice) {
             Some([Value::String(d), Value::String(r)]) => Ok((d.clone(), r.clone())),
-            _ => Err("each item is [draft_id, revision]".into()),
+            _ => Err("each item is [draft_id, revision]".to_owned()),
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let ids: Vec<&str> = pairs.iter().map(|(d, _)| d.as_str()).collect();
+    if let Some(twice) = repeated(&ids) {
+        return Err(format!(
+            "draft {} is named twice; a batch names each draft once",
+            countersign_canon::show_escaped(twice).0
+        ));
+    }
+    Ok(pairs)
+}
+
+/// The first draft id `ids` holds more than once: a statement names each draft once.
+pub(crate) fn repeated<'a>(ids: &[&'a str]) -> Option<&'a str> {
+    let mut seen = std::collections::HashSet::new();
+    ids.iter().copied().find(|id| !seen.insert(*id))
 }
 
 /// `POST /review/draft/ID/statement` and `POST /review/batch/statement`: a fresh approval
@@ -239,7 +270,7 @@ pub(crate) async fn statement(
             &json!({
                 "statement": URL_SAFE_NO_PAD.encode(s.bytes()),
                 "digest": URL_SAFE_NO_PAD.encode(s.digest().as_bytes()),
-                "allow": credential_ids(review, Some(&person.name)),
+                "allow": credential_ids(review, &person.name),
             }),
         ),
         Err(e) => refusal(&e),
@@ -374,6 +405,9 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
     let Some(values) = o.get("values").and_then(Value::as_object) else {
         return bad("`values` is missing");
     };
+    if values.is_empty() {
+        return bad("nothing was changed");
+    }
     let draft = match visible(review, person, id).await {
         Ok(d) => d,
         Err(e) => return refusal(&e),
@@ -408,7 +442,7 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
             &json!({
                 "draft_id": d.id.as_str(),
                 "revision": d.revision.to_hex(),
-                "location": format!("/review/draft/{}", d.id.as_str()),
+                "location": format!("{}/draft/{}", person.base, d.id.as_str()),
             }),
         ),
         Err(e) => refusal(&e),

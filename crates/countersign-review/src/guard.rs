@@ -117,33 +117,58 @@ pub(crate) fn admit(
     Ok(origin)
 }
 
-/// The value of the session cookie, when the request carries exactly one.
-pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<String> {
-    let mut found = None;
+/// At most this many session cookies of a request are looked at (planted ones included).
+const MAX_COOKIES: usize = 16;
+
+/// The session cookie's name on `origin`: on HTTPS the `__Secure-` prefix, which a browser
+/// lets only a secure page set, so a plain-HTTP page of the same host cannot plant one.
+pub(crate) fn cookie_name(origin: &str) -> &'static str {
+    if origin.starts_with("https://") {
+        "__Secure-countersign_review"
+    } else {
+        COOKIE
+    }
+}
+
+/// Every value of the session cookie the request carries, the browser's and any planted by
+/// another page of the host; the session decides which, if any, is its own.
+pub(crate) fn session_cookies(headers: &HeaderMap, origin: &str) -> Vec<String> {
+    let wanted = cookie_name(origin);
+    let mut found = Vec::new();
     for value in headers.get_all(header::COOKIE) {
         let Ok(text) = value.to_str() else { continue };
         for pair in text.split(';') {
             if let Some((name, v)) = pair.trim().split_once('=')
-                && name == COOKIE
+                && name == wanted
+                && found.len() < MAX_COOKIES
             {
-                if found.is_some() {
-                    return None;
-                }
-                found = Some(v.to_owned());
+                found.push(v.to_owned());
             }
         }
     }
     found
 }
 
-/// The `Set-Cookie` value opening a session.
-pub(crate) fn set_cookie(id: &str, origin: &str, max_age: u64) -> String {
+/// The `Set-Cookie` value opening the session `id` whose pages live under path key `key`:
+/// sent back only to that path, so no other port of the host ever receives it.
+pub(crate) fn set_cookie(id: &str, key: &str, origin: &str, max_age: u64) -> String {
     let secure = if origin.starts_with("https://") {
         "; Secure"
     } else {
         ""
     };
-    format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/review; Max-Age={max_age}{secure}")
+    format!(
+        "{}={id}; HttpOnly; SameSite=Strict; Path={}{key}; Max-Age={max_age}{secure}",
+        cookie_name(origin),
+        crate::session::SESSION_PATH,
+    )
+}
+
+/// Adds a `Set-Cookie` header to `r`.
+pub(crate) fn add_cookie(r: &mut Response<Body>, cookie: &str) {
+    if let Ok(v) = HeaderValue::from_str(cookie) {
+        r.headers_mut().append(header::SET_COOKIE, v);
+    }
 }
 
 /// An answer with the page's security headers.
@@ -192,6 +217,22 @@ pub(crate) fn error(status: StatusCode, code: &str, message: &str) -> Response<B
         status,
         &serde_json::json!({ "error": { "code": code, "message": message } }),
     )
+}
+
+/// `RATE_LIMITED` (429) with `Retry-After`: asked too often; `retry_after` says when to ask
+/// again, as the MCP server's own refusal does.
+pub(crate) fn rate_limited(busy: crate::throttle::Busy) -> Response<Body> {
+    let mut r = json(
+        StatusCode::TOO_MANY_REQUESTS,
+        &serde_json::json!({ "error": {
+            "code": "RATE_LIMITED",
+            "message": "too many sign-in challenges asked for; try again later",
+            "retry_after": busy.retry_after,
+        }}),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(busy.retry_after));
+    r
 }
 
 /// A redirect to a path of the page.
@@ -272,10 +313,19 @@ mod tests {
     #[test]
     fn cookies() {
         let h = headers(&[("cookie", "a=b; countersign_review=xyz")]);
-        assert_eq!(session_cookie(&h), Some("xyz".into()));
+        assert_eq!(session_cookies(&h, "http://localhost:1"), vec!["xyz"]);
         let twice = headers(&[("cookie", "countersign_review=1; countersign_review=2")]);
-        assert_eq!(session_cookie(&twice), None);
-        assert!(set_cookie("x", "https://a", 1).ends_with("; Secure"));
-        assert!(!set_cookie("x", "http://localhost:1", 1).contains("Secure"));
+        assert_eq!(
+            session_cookies(&twice, "http://localhost:1"),
+            vec!["1", "2"]
+        );
+        assert!(session_cookies(&twice, "https://a").is_empty());
+        let secure = headers(&[("cookie", "__Secure-countersign_review=3")]);
+        assert_eq!(session_cookies(&secure, "https://a"), vec!["3"]);
+        let set = set_cookie("x", "k", "https://a", 1);
+        assert!(set.starts_with("__Secure-countersign_review=x;"), "{set}");
+        assert!(set.contains("; Path=/review/s/k;"), "{set}");
+        assert!(set.ends_with("; Secure"), "{set}");
+        assert!(!set_cookie("x", "k", "http://localhost:1", 1).contains("Secure"));
     }
 }

@@ -8,9 +8,12 @@
 //! nothing from elsewhere.
 //!
 //! * **Sign-in.** A person signs in with a passkey listed for them in the approvers file: the
-//!   server hands out a random challenge (single use, two minutes), the browser signs it, and
-//!   a verified assertion opens a session cookie (`HttpOnly; SameSite=Strict; Path=/review`,
-//!   twelve hours, kept in memory only).
+//!   server hands out a random challenge (single use, two minutes, a few a minute per peer),
+//!   the browser signs it with whichever listed passkey the person picks (no credential list is
+//!   handed out), the passkey's signature counter must move on, and a verified assertion opens
+//!   a session (twelve hours, kept in memory only) whose pages live under a random path of its
+//!   own, `/review/s/KEY`, with a cookie scoped to that path and to the origin it was made on
+//!   (see [`session`]).
 //! * **Approval.** The session alone approves nothing. The page asks for a fresh approval
 //!   statement naming the draft and the revision it shows, the passkey signs the statement's
 //!   digest, and the gate checks that signature like any other signed approval — so an old page
@@ -26,12 +29,16 @@ mod api;
 #[cfg(test)]
 mod development_tests;
 pub mod enroll;
+mod form;
 mod guard;
 #[cfg(test)]
 mod link_tests;
 mod pages;
+#[cfg(test)]
+mod refusal_tests;
 mod serve;
 mod session;
+mod throttle;
 pub mod tools;
 #[cfg(test)]
 mod weight_tests;
@@ -47,6 +54,7 @@ use hyper::{Method, Request, Response, StatusCode};
 pub use crate::guard::Body;
 pub use crate::serve::LoopbackServer;
 use crate::session::{Person, Sessions};
+pub use crate::throttle::Peer;
 
 /// Who approves on the development-only page ([`Review::development_mode`]).
 pub const DEVELOPER: &str = "developer";
@@ -89,7 +97,8 @@ pub(crate) struct Call {
     pub(crate) path: String,
     pub(crate) query: String,
     pub(crate) origin: String,
-    pub(crate) cookie: Option<String>,
+    pub(crate) cookies: Vec<String>,
+    pub(crate) peer: Option<std::net::IpAddr>,
     pub(crate) body: Bytes,
 }
 
@@ -177,8 +186,9 @@ impl Review {
             method: parts.method,
             path: parts.uri.path().to_owned(),
             query: parts.uri.query().unwrap_or("").to_owned(),
+            cookies: guard::session_cookies(&parts.headers, &origin),
             origin,
-            cookie: guard::session_cookie(&parts.headers),
+            peer: parts.extensions.get::<Peer>().map(|p| p.0),
             body,
         };
         self.route(call).await
@@ -188,18 +198,27 @@ impl Review {
         let Some(rest) = call.path.strip_prefix(PREFIX) else {
             return not_found();
         };
-        let rest = rest.to_owned();
+        // `/review/s/KEY/…`: a session's own pages.
+        let (key, rest) = match rest.strip_prefix("/s/") {
+            Some(tail) => match tail.split_once('/') {
+                Some((key, more)) => (Some(key.to_owned()), format!("/{more}")),
+                None => (Some(tail.to_owned()), String::new()),
+            },
+            None => (None, rest.to_owned()),
+        };
         let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
         let get = call.method == Method::GET || call.method == Method::HEAD;
         let post = call.method == Method::POST;
         // Reachable without a session: the sign-in and the static files.
-        match (segments.as_slice(), get, post) {
-            (["static", file], true, _) => return static_file(file).unwrap_or_else(not_found),
-            (["login"], true, _) if self.development => return guard::redirect("/review"),
-            (["login"], true, _) => return pages::login(),
-            (["login", "challenge"], _, true) => return api::login_challenge(self),
-            (["login"], _, true) => return api::login(self, &call),
-            (["enroll"], _, _) => {
+        match (key.is_some(), segments.as_slice(), get, post) {
+            (false, ["static", file], true, _) => {
+                return static_file(file).unwrap_or_else(not_found);
+            }
+            (false, ["login"], true, _) if self.development => return guard::redirect(PREFIX),
+            (false, ["login"], true, _) => return pages::login(),
+            (false, ["login", "challenge"], _, true) => return api::login_challenge(self, &call),
+            (false, ["login"], _, true) => return api::login(self, &call).await,
+            (false, ["enroll"], _, _) => {
                 return match (&self.links, get, post) {
                     (Some(links), true, _) => links.page(&call.origin, &call.query),
                     (Some(links), _, true) => {
@@ -218,16 +237,18 @@ impl Review {
             }
             _ => {}
         }
-        let person = if self.development {
-            Some(Person {
+        let person = match (self.development, &key) {
+            (true, None) => Some(Person {
                 name: DEVELOPER.to_owned(),
-            })
-        } else {
-            call.cookie.as_deref().and_then(|c| self.sessions.person(c))
+                base: PREFIX.to_owned(),
+            }),
+            (true, Some(_)) => None,
+            (false, Some(k)) => self.sessions.person(&call.cookies, &call.origin, k),
+            (false, None) => None,
         };
         let Some(person) = person else {
             return if get {
-                guard::redirect("/review/login")
+                sign_in_first(&rest, &call.query, key.is_some())
             } else {
                 guard::error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "sign in first")
             };
@@ -241,10 +262,12 @@ impl Review {
             ([], true, _) => pages::list(self, &person).await,
             (["pending.json"], true, _) => api::pending(self, &person).await,
             (["logout"], _, _) if post => {
-                if let Some(c) = &call.cookie {
-                    self.sessions.close(c);
+                let mut r = guard::redirect("/review/login");
+                if let Some(k) = &key {
+                    self.sessions.close(&call.cookies, &call.origin, k);
+                    guard::add_cookie(&mut r, &guard::set_cookie("", k, &call.origin, 0));
                 }
-                guard::redirect("/review/login")
+                r
             }
             (["draft", id], true, _) => pages::draft(self, &person, id).await,
             (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
@@ -269,6 +292,23 @@ impl Review {
             _ => not_found(),
         }
     }
+}
+
+/// The sign-in page, told where the person was going (`rest` under `/review`) so that its
+/// script can continue there under the person's session path; `stale` when the path named a
+/// session that is over, so the script forgets it.
+fn sign_in_first(rest: &str, query: &str, stale: bool) -> Response<Body> {
+    let mut next = format!("{PREFIX}{rest}");
+    if !query.is_empty() {
+        next.push('?');
+        next.push_str(query);
+    }
+    let mut to = form_urlencoded::Serializer::new(String::new());
+    to.append_pair("next", &next);
+    if stale {
+        to.append_pair("again", "1");
+    }
+    guard::redirect(&format!("/review/login?{}", to.finish()))
 }
 
 /// The page as a hyper service, for a listener of one's own (see [`LoopbackServer`]).

@@ -35,15 +35,29 @@ fn shown(text: &str) -> String {
     esc(&countersign_canon::show_escaped(text).0)
 }
 
-/// A whole page: `page` names it for the script, `who` is the person signed in.
-pub(crate) fn shell(title: &str, page: &str, data: &str, who: Option<&str>, main: &str) -> String {
-    let header = match who {
-        Some(name) => format!(
-            "<header><a href=\"/review\">countersign review</a><span class=\"who\">signed in as {}</span>\
-             <button type=\"button\" id=\"logout\">Sign out</button></header>",
-            esc(name)
+/// A whole page: `page` names it for the script, `who` is the person signed in (the script
+/// finds where their pages live in `data-base`).
+pub(crate) fn shell(
+    title: &str,
+    page: &str,
+    data: &str,
+    who: Option<&Person>,
+    main: &str,
+) -> String {
+    let (header, data) = match who {
+        Some(p) => (
+            format!(
+                "<header><a href=\"{base}\">countersign review</a><span class=\"who\">signed in as \
+                 {name}</span><button type=\"button\" id=\"logout\">Sign out</button></header>",
+                base = esc(&p.base),
+                name = esc(&p.name)
+            ),
+            format!(" data-base=\"{}\"{data}", esc(&p.base)),
         ),
-        None => "<header><span>countersign review</span></header>".to_owned(),
+        None => (
+            "<header><span>countersign review</span></header>".to_owned(),
+            data.to_owned(),
+        ),
     };
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -104,10 +118,11 @@ pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
         let _ = write!(
             rows,
             "<tr data-draft=\"{id}\"><td><input type=\"checkbox\" class=\"pick\" value=\"{id}\" \
-             aria-label=\"select {id}\"></td><td><a href=\"/review/draft/{id}\">{action}</a></td>\
+             aria-label=\"select {id}\"></td><td><a href=\"{base}/draft/{id}\">{action}</a></td>\
              <td class=\"risk\">{risk}</td><td>{age}</td><td>{have}/{need}</td><td>{state}</td>\
              <td><code>{rev}</code></td></tr>",
             id = esc(d.id.as_str()),
+            base = esc(&person.base),
             action = shown(&d.action),
             risk = esc(&d.risk),
             age = age_text(age_secs(d)),
@@ -125,13 +140,7 @@ pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
     );
     page(
         review,
-        shell(
-            "Review — countersign",
-            "list",
-            "",
-            Some(&person.name),
-            &main,
-        ),
+        shell("Review — countersign", "list", "", Some(person), &main),
     )
 }
 
@@ -254,53 +263,51 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
     Ok(out)
 }
 
-/// The edit form: one input per string, number or boolean leaf of the arguments.
-fn edit_form(d: &Draft, m: &Manifest) -> String {
-    let mut fields = String::new();
-    m.for_each(|e| {
-        let Some(pointer) = e.pointer.strip_prefix("/args") else {
-            return;
-        };
-        if pointer.is_empty() || !matches!(e.kind, "string" | "number" | "boolean") {
-            return;
-        }
-        let value = match serde_json::from_str::<serde_json::Value>(e.value) {
-            Ok(serde_json::Value::String(s)) => s,
-            Ok(other) => other.to_string(),
-            Err(_) => return,
-        };
-        let input = if e.kind == "string" && value.contains('\n') {
-            format!(
-                "<textarea data-pointer=\"{}\" data-type=\"string\">{}</textarea>",
-                esc(pointer),
-                esc(&value)
-            )
-        } else {
-            format!(
-                "<input data-pointer=\"{}\" data-type=\"{}\" value=\"{}\">",
-                esc(pointer),
-                esc(e.kind),
-                esc(&value)
-            )
-        };
-        let _ = write!(
-            fields,
-            "<label><span><code>{}</code>{}</span>{}</label>",
-            esc(e.shown_pointer),
-            if e.hidden {
-                " <span class=\"mark\">(hidden)</span>"
-            } else {
-                ""
-            },
-            input
-        );
-    });
+/// Why a draft cannot be shown in full: its manifest is over the policy's limit (a draft stored
+/// under a larger limit, say). Counted without building the manifest.
+fn over_limit(review: &Review, d: &Draft) -> Option<String> {
+    let hidden: Vec<String> = d.hidden.iter().map(|h| format!("/args{h}")).collect();
+    let size = countersign_canon::manifest_size(&d.canonical, &hidden).ok()?;
+    let limits = review.gate.policy().manifest_limits();
+    limits.check(&size).err().map(|e| e.message().to_owned())
+}
+
+/// The part of a draft's page for a draft too large to show: what it is, why it is not shown,
+/// and nothing to approve.
+fn refused_section(d: &Draft, why: &str) -> String {
     format!(
-        "<form id=\"edit\" data-expected=\"{}\"><h3>Edit</h3><p>Your edit becomes a new \
-         revision, shown again before anyone signs it.</p>{fields}\
-         <button type=\"submit\" id=\"save\">Save as a new revision</button></form>",
-        esc(&d.revision.to_hex())
+        "<section class=\"draft\" data-draft=\"{id}\" data-revision=\"{rev}\"><h2>{action}</h2>\
+         <dl><dt>draft</dt><dd><code>{id}</code></dd><dt>state</dt><dd>{state}</dd>\
+         <dt>revision</dt><dd><code>{rev}</code></dd></dl>\
+         <p class=\"warn\" id=\"too-large\">TOO_LARGE: this draft is not shown: {why}. Nobody can \
+         approve what they cannot read; it can only be rejected.</p></section>",
+        id = esc(d.id.as_str()),
+        rev = esc(&d.revision.to_hex()),
+        action = shown(&d.action),
+        state = esc(d.state.name()),
+        why = esc(why),
     )
+}
+
+/// The decision buttons of an open draft; `approvable` is false for a draft that can only be
+/// rejected.
+fn actions(review: &Review, approvable: bool) -> &'static str {
+    match (approvable, review.is_development()) {
+        (false, _) => {
+            "<div class=\"actions\"><label>Reason <input id=\"reason\"></label>\
+             <button type=\"button\" id=\"reject\">Reject</button></div>"
+        }
+        (true, true) => {
+            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
+             (development mode: unsigned)</button><label>Reason <input id=\"reason\"></label>\
+             <button type=\"button\" id=\"reject\">Reject</button></div>"
+        }
+        (true, false) => {
+            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
+             with your passkey</button><label>Reason <input id=\"reason\"></label>\
+             <button type=\"button\" id=\"reject\">Reject</button></div>"
+        }
+    }
 }
 
 /// `GET /review/draft/ID`.
@@ -309,29 +316,27 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
         Ok(d) => d,
         Err(e) => return refusal(&e),
     };
-    let m = match countersign_gate::manifest(&d) {
-        Ok(m) => m,
-        Err(e) => return refusal(&e),
-    };
-    let body = match section(review, &d, &m).await {
-        Ok(s) => s,
-        Err(e) => return refusal(&e),
-    };
-    let form = if d.state.is_open() {
-        edit_form(&d, &m)
+    let open = d.state.is_open();
+    let (body, form, approvable) = if let Some(why) = over_limit(review, &d) {
+        (refused_section(&d, &why), String::new(), false)
     } else {
-        String::new()
-    };
-    let actions = if d.state.is_open() {
-        if review.is_development() {
-            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
-             (development mode: unsigned)</button><label>Reason <input id=\"reason\"></label>\
-             <button type=\"button\" id=\"reject\">Reject</button></div>"
+        let m = match countersign_gate::manifest(&d) {
+            Ok(m) => m,
+            Err(e) => return refusal(&e),
+        };
+        let body = match section(review, &d, &m).await {
+            Ok(s) => s,
+            Err(e) => return refusal(&e),
+        };
+        let form = if open {
+            crate::form::edit_form(&d, &m)
         } else {
-            "<div class=\"actions\"><button type=\"button\" id=\"approve\">Approve this revision \
-         with your passkey</button><label>Reason <input id=\"reason\"></label>\
-         <button type=\"button\" id=\"reject\">Reject</button></div>"
-        }
+            String::new()
+        };
+        (body, form, true)
+    };
+    let actions = if open {
+        actions(review, approvable)
     } else {
         ""
     };
@@ -340,16 +345,13 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
         esc(d.id.as_str()),
         esc(&d.revision.to_hex())
     );
-    let main = format!("<p><a href=\"/review\">← all drafts</a></p>{body}{actions}{form}");
+    let main = format!(
+        "<p><a href=\"{}\">← all drafts</a></p>{body}{actions}{form}",
+        esc(&person.base)
+    );
     page(
         review,
-        shell(
-            "Draft — countersign",
-            "draft",
-            &data,
-            Some(&person.name),
-            &main,
-        ),
+        shell("Draft — countersign", "draft", &data, Some(person), &main),
     )
 }
 
@@ -365,6 +367,16 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Resp
             StatusCode::BAD_REQUEST,
             "INVALID_ARGUMENT",
             &format!("select 1 to {MAX_BATCH} drafts"),
+        );
+    }
+    if let Some(twice) = crate::api::repeated(&ids) {
+        return guard::error(
+            StatusCode::BAD_REQUEST,
+            "INVALID_ARGUMENT",
+            &format!(
+                "draft {} is selected twice; select each draft once",
+                shown(twice)
+            ),
         );
     }
     let mut sections = String::new();
@@ -383,20 +395,15 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Resp
         }
     }
     let main = format!(
-        "<p><a href=\"/review\">← all drafts</a></p><h1>Approve {} drafts</h1>{sections}\
+        "<p><a href=\"{}\">← all drafts</a></p><h1>Approve {} drafts</h1>{sections}\
          <div class=\"actions\"><button type=\"button\" id=\"approve-all\">Approve all of these \
          revisions with your passkey</button></div>",
+        esc(&person.base),
         ids.len()
     );
     page(
         review,
-        shell(
-            "Batch — countersign",
-            "batch",
-            "",
-            Some(&person.name),
-            &main,
-        ),
+        shell("Batch — countersign", "batch", "", Some(person), &main),
     )
 }
 

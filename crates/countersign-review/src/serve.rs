@@ -79,7 +79,8 @@ impl LoopbackServer {
 
 /// Serves `service` on `listener`, one HTTP/1 connection per task, until `stop` completes:
 /// every connection has [`HEADER_TIMEOUT`] to send its request head, and at most
-/// [`MAX_CONNECTIONS`] are served at once (more are closed at once).
+/// [`MAX_CONNECTIONS`] are served at once (more are closed at once); every request carries its
+/// peer's address as a [`crate::Peer`].
 ///
 /// # Errors
 /// Never as written: a failed accept is logged and retried.
@@ -101,7 +102,7 @@ where
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::pin!(stop);
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, from) = tokio::select! {
             () = &mut stop => return Ok(()),
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -116,6 +117,12 @@ where
             continue;
         };
         let service = service.clone();
+        // Each request names its peer, for the limits that count per peer.
+        let peer = crate::Peer(from.ip());
+        let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+            req.extensions_mut().insert(peer);
+            service.call(req)
+        });
         tokio::spawn(async move {
             let served = http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())

@@ -5,6 +5,10 @@
 //! that server is handed a [`ToolCatalog`] and shows the definition in full — what the agent
 //! was told the tool does — with a check that it is the one the draft's digest names. When the
 //! tool now offers another definition, the page says so: that draft can no longer run.
+//!
+//! A definition is agent-side text like any argument (an upstream server writes it), so it is
+//! shown the manifest's way: every character a person cannot see escaped as `\u{…}`, and the
+//! definition flagged when it holds one.
 
 use std::fmt::Write as _;
 
@@ -37,6 +41,22 @@ fn cut(escaped: &str, max: usize) -> &str {
     }
 }
 
+/// `text` line by line as the manifest shows a value: flagged characters escaped, its line
+/// breaks kept (pretty-printed JSON has none inside a string).
+fn shown_lines(text: &str) -> (String, countersign_canon::Flags) {
+    let mut flags = countersign_canon::Flags::default();
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let (shown, f) = countersign_canon::show_escaped(line);
+        out.push_str(&shown);
+        flags = flags.union(f);
+    }
+    (out, flags)
+}
+
 /// The "Tool definition" part of a draft's section.
 pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
     let Ok(bound) = countersign_gate::recorded_tool(d) else {
@@ -63,7 +83,17 @@ pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
                 );
             }
             let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
-            let escaped = esc(&text);
+            let (shown, flags) = shown_lines(&text);
+            if flags.any() {
+                let names: Vec<&str> = flags.names().collect();
+                let _ = write!(
+                    out,
+                    "<p class=\"warn\">The definition holds characters a person cannot see \
+                     ({}); they are shown escaped.</p>",
+                    esc(&names.join(", "))
+                );
+            }
+            let escaped = esc(&shown);
             let shown = cut(&escaped, SHOWN_BYTES);
             let _ = write!(out, "<pre class=\"tool\">{shown}");
             if shown.len() < escaped.len() {

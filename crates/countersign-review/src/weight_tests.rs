@@ -13,7 +13,6 @@ use hyper::{Request, StatusCode};
 
 use crate::Review;
 use crate::guard::COOKIE;
-use crate::session::Person;
 
 /// The most the draft page and its assets may weigh together, in bytes.
 const BUDGET: usize = 50 * 1000;
@@ -105,17 +104,15 @@ async fn the_draft_page_of_a_50_leaf_draft_weighs_at_most_50_kb() {
 
     // The worst case: the tool declares a definition far larger than any page should carry.
     let review = Review::new(Arc::new(gate)).with_tools(Arc::new(Huge));
-    let cookie = review.sessions.open(Person {
-        name: "alice".into(),
-    });
+    let session = review.sessions.open("alice", "http://localhost:8080");
     let mut total = 0;
     let mut bodies = 0;
     for path in [
-        format!("/review/draft/{}", draft.id.as_str()),
+        format!("/review/s/{}/draft/{}", session.key, draft.id.as_str()),
         "/review/static/review.css".to_owned(),
         "/review/static/review.js".to_owned(),
     ] {
-        let (body, wire) = fetch(&review, &path, &cookie).await;
+        let (body, wire) = fetch(&review, &path, &session.id).await;
         println!("{path}: {body} bytes of body, {wire} bytes on the wire");
         bodies += body;
         total += wire;

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::web_authn::{
-    AddVirtualAuthenticatorParams, AuthenticatorProtocol, AuthenticatorTransport, EnableParams,
+    AddCredentialParams, AddVirtualAuthenticatorParams, AuthenticatorId, AuthenticatorProtocol,
+    AuthenticatorTransport, Credential, EnableParams, GetCredentialsParams, RemoveCredentialParams,
     VirtualAuthenticatorOptions,
 };
 use chromiumoxide::page::{Page, ScreenshotParams};
@@ -39,6 +40,8 @@ pub struct Chrome {
     pub browser: Browser,
     /// The one page, holding the authenticator.
     pub page: Page,
+    /// The virtual authenticator.
+    pub authenticator: AuthenticatorId,
     _profile: tempfile::TempDir,
 }
 
@@ -71,13 +74,69 @@ impl Chrome {
             .is_user_verified(true)
             .build()
             .expect("authenticator options");
-        page.execute(AddVirtualAuthenticatorParams::new(options))
+        let authenticator = page
+            .execute(AddVirtualAuthenticatorParams::new(options))
             .await
-            .expect("WebAuthn.addVirtualAuthenticator");
+            .expect("WebAuthn.addVirtualAuthenticator")
+            .result
+            .authenticator_id;
         Chrome {
             browser,
             page,
+            authenticator,
             _profile: profile,
+        }
+    }
+
+    /// The passkeys the authenticator holds.
+    pub async fn passkeys(&self) -> Vec<Credential> {
+        self.page
+            .execute(GetCredentialsParams::new(self.authenticator.clone()))
+            .await
+            .expect("WebAuthn.getCredentials")
+            .result
+            .credentials
+    }
+
+    /// Puts every passkey of the authenticator back to signature counter 0, as a copy of it
+    /// made before its first use would sign: the next assertion reports a counter that did not
+    /// move on.
+    pub async fn rewind_passkeys(&self) {
+        let held = self.passkeys().await;
+        assert!(!held.is_empty(), "the authenticator holds no passkey");
+        for mut credential in held {
+            let id = credential.credential_id.clone();
+            self.page
+                .execute(RemoveCredentialParams::new(self.authenticator.clone(), id))
+                .await
+                .expect("WebAuthn.removeCredential");
+            credential.sign_count = 0;
+            self.page
+                .execute(AddCredentialParams::new(
+                    self.authenticator.clone(),
+                    credential,
+                ))
+                .await
+                .expect("WebAuthn.addCredential");
+        }
+    }
+
+    /// Removes every passkey of the authenticator but the one whose credential id is `keep`
+    /// (base64url, as the approvers file lists it): a person picking their listed passkey where
+    /// the authenticator holds others for the same site.
+    pub async fn keep_only_passkey(&self, keep: &str) {
+        let plain = |id: &str| id.replace('-', "+").replace('_', "/").replace('=', "");
+        let held = self.passkeys().await;
+        for credential in held {
+            if plain(credential.credential_id.as_ref()) != plain(keep) {
+                self.page
+                    .execute(RemoveCredentialParams::new(
+                        self.authenticator.clone(),
+                        credential.credential_id,
+                    ))
+                    .await
+                    .expect("WebAuthn.removeCredential");
+            }
         }
     }
 
@@ -151,6 +210,19 @@ impl Chrome {
         )
         .await;
         self.js(revision).await.as_str().unwrap_or("").to_owned()
+    }
+
+    /// Waits until the review page `page` (its `data-page`: `login`, `list`, `draft`,
+    /// `batch`) has loaded. A plain `/review/…` address goes through the sign-in page, whose
+    /// script continues under the session's own path.
+    pub async fn on_page(&self, page: &str) {
+        self.until(
+            &format!(
+                "document.readyState === 'complete' && document.body.dataset.page === '{page}'"
+            ),
+            &format!("the {page} page"),
+        )
+        .await;
     }
 
     /// The status line once it says something final.

@@ -71,17 +71,13 @@ pub(crate) async fn person_with_passkey(link: &str) -> (Chrome, String) {
 pub(crate) async fn sign_in(chrome: &Chrome, origin: &str) {
     chrome.goto(&format!("{origin}/review/login")).await;
     chrome.click("#signin").await;
-    chrome
-        .until(
-            "location.pathname === '/review'",
-            "the list page after sign-in",
-        )
-        .await;
+    chrome.on_page("list").await;
 }
 
 /// Approves the draft on the page `origin` serves; returns the status line.
 pub(crate) async fn approve(chrome: &Chrome, origin: &str, draft: &str) -> String {
     chrome.goto(&format!("{origin}/review/draft/{draft}")).await;
+    chrome.on_page("draft").await;
     chrome.click("#approve").await;
     chrome.status().await
 }

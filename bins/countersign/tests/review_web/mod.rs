@@ -257,17 +257,28 @@ impl Env {
 
     /// One raw HTTP/1.1 request to the review server; returns the status code.
     pub(crate) fn raw(&self, request: &str) -> u16 {
+        status_of(&self.raw_answer(request))
+    }
+
+    /// One raw HTTP/1.1 request to the review server; returns the whole answer.
+    pub(crate) fn raw_answer(&self, request: &str) -> String {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         s.write_all(request.as_bytes()).expect("write");
-        let mut head = String::new();
-        let _ = s.read_to_string(&mut head);
-        head.split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0)
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer
     }
+}
+
+/// The status code of a raw answer (0 when there is none).
+pub(crate) fn status_of(answer: &str) -> u16 {
+    answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 fn first_line(child: &mut Child) -> String {
@@ -303,8 +314,11 @@ pub(crate) trait OnReview {
 
 impl OnReview for Chrome {
     async fn open(&self, env: &Env, d: &Draft) {
+        // The plain address goes through the sign-in page, which continues under the
+        // session's own path.
         self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
             .await;
+        self.on_page("draft").await;
     }
 
     async fn enroll_and_sign_in(&self, env: &Env, name: &str) -> Running {
@@ -344,10 +358,6 @@ impl OnReview for Chrome {
     async fn sign_in(&self, origin: &str) {
         self.goto(&format!("{origin}/review/login")).await;
         self.click("#signin").await;
-        self.until(
-            "location.pathname === '/review'",
-            "the list page after sign-in",
-        )
-        .await;
+        self.on_page("list").await;
     }
 }

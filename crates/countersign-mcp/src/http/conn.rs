@@ -111,6 +111,11 @@ async fn serve_one(
     stopping: CancellationToken,
 ) {
     let conn = admitted.conn().clone();
+    // The review page limits sign-in challenges per peer.
+    let peer = tcp
+        .peer_addr()
+        .ok()
+        .map(|a| countersign_review::Peer(a.ip()));
     let io = TokioIo::new(Watched {
         tcp,
         conn: conn.clone(),
@@ -118,6 +123,7 @@ async fn serve_one(
     let service = Tracking {
         router: TowerToHyperService::new(router),
         conn: conn.clone(),
+        peer,
     };
     let mut connection =
         pin!(hyper::server::conn::http1::Builder::new().serve_connection(io, service));
@@ -211,6 +217,7 @@ impl AsyncWrite for Watched {
 struct Tracking {
     router: TowerToHyperService<Router>,
     conn: Arc<Conn>,
+    peer: Option<countersign_review::Peer>,
 }
 
 /// A request in progress on a connection; dropping it ends the request.
@@ -237,7 +244,10 @@ impl hyper::service::Service<Request<Incoming>> for Tracking {
     type Error = Infallible;
     type Future = Answer;
 
-    fn call(&self, request: Request<Incoming>) -> Self::Future {
+    fn call(&self, mut request: Request<Incoming>) -> Self::Future {
+        if let Some(peer) = self.peer {
+            request.extensions_mut().insert(peer);
+        }
         let in_progress = InProgress::start(&self.conn);
         let answer = self.router.call(request);
         Box::pin(async move {

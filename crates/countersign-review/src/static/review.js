@@ -2,6 +2,13 @@
 // inline script: everything the script needs is in data- attributes of the page.
 "use strict";
 
+// Where the signed-in person's pages live: /review/s/KEY, a path only this origin knows (the
+// session cookie is sent to that path alone), or /review on the development-only page.
+const BASE_KEY = "countersign-review-base";
+function base() {
+  return document.body.dataset.base || "/review";
+}
+
 const b64u = {
   enc(buf) {
     const bytes = new Uint8Array(buf);
@@ -48,7 +55,8 @@ async function post(path, body) {
   return j;
 }
 
-// One WebAuthn assertion over `challenge`, in the form the server parses.
+// One WebAuthn assertion over `challenge`, in the form the server parses. Without `allow` the
+// authenticator offers the passkeys it holds for this origin (sign-in names nobody).
 async function assertion(challenge, allow) {
   const cred = await navigator.credentials.get({
     publicKey: {
@@ -80,13 +88,30 @@ function on(id, fn) {
   if (el) el.addEventListener("click", (ev) => { ev.preventDefault(); fn(el); });
 }
 
+// Where to go after signing in: a page under /review named by `next`, as a path under the
+// session's base.
+function nextPage() {
+  const next = new URLSearchParams(location.search).get("next") || "";
+  const m = /^\/review(\/(?!s\/|login|static\/|enroll)[^\\]*)?$/.exec(next);
+  return m && m[1] && !m[1].startsWith("//") ? m[1] : "/";
+}
+
 function login() {
+  const again = new URLSearchParams(location.search).get("again");
+  if (again) localStorage.removeItem(BASE_KEY);
+  const known = localStorage.getItem(BASE_KEY);
+  if (known && /^\/review\/s\/[A-Za-z0-9_-]+$/.test(known)) {
+    // Signed in already in this browser: continue under the session's path.
+    location.replace(known + nextPage());
+    return;
+  }
   on("signin", async () => {
     try {
       const c = await post("/review/login/challenge", {});
-      const a = await assertion(b64u.dec(c.challenge), c.allow);
-      await post("/review/login", { challenge: c.challenge, assertion: a });
-      location.assign("/review");
+      const a = await assertion(b64u.dec(c.challenge), []);
+      const r = await post("/review/login", { challenge: c.challenge, assertion: a });
+      localStorage.setItem(BASE_KEY, r.base);
+      location.assign(r.base + nextPage());
     } catch (e) {
       fail(e);
     }
@@ -111,7 +136,7 @@ function age(s) {
 async function refresh() {
   let j;
   try {
-    const r = await fetch("/review/pending.json", { credentials: "same-origin" });
+    const r = await fetch(base() + "/pending.json", { credentials: "same-origin" });
     if (!r.ok) return;
     j = await r.json();
   } catch (_) {
@@ -131,7 +156,7 @@ async function refresh() {
     box.setAttribute("aria-label", "select " + d.draft_id);
     cell(tr, "").appendChild(box);
     const link = document.createElement("a");
-    link.href = "/review/draft/" + encodeURIComponent(d.draft_id);
+    link.href = base() + "/draft/" + encodeURIComponent(d.draft_id);
     link.textContent = d.action;
     cell(tr, "").appendChild(link);
     cell(tr, d.risk, "risk");
@@ -153,22 +178,22 @@ function list() {
   on("batch", () => {
     const ids = [...document.querySelectorAll(".pick:checked")].map((c) => c.value);
     if (ids.length === 0) return say("select at least one draft", false);
-    location.assign("/review/batch?" + ids.map((i) => "d=" + encodeURIComponent(i)).join("&"));
+    location.assign(base() + "/batch?" + ids.map((i) => "d=" + encodeURIComponent(i)).join("&"));
   });
 }
 
 function draft() {
   const id = document.body.dataset.draft;
   const revision = document.body.dataset.revision;
-  const base = "/review/draft/" + encodeURIComponent(id);
+  const here = base() + "/draft/" + encodeURIComponent(id);
   on("approve", async () => {
     try {
       if (document.body.dataset.dev) {
         // Development-only page: an unsigned approval, no passkey.
-        await post(base + "/approve", { revision });
+        await post(here + "/approve", { revision });
       } else {
         say("waiting for your passkey…", true);
-        await approve(base + "/statement", base + "/approve", { revision });
+        await approve(here + "/statement", here + "/approve", { revision });
       }
       say("approved revision " + revision, true);
     } catch (e) {
@@ -178,7 +203,7 @@ function draft() {
   on("reject", async () => {
     try {
       const reason = document.getElementById("reason").value;
-      await post(base + "/reject", { reason });
+      await post(here + "/reject", { reason });
       say("rejected", true);
     } catch (e) {
       fail(e);
@@ -188,10 +213,15 @@ function draft() {
   if (form) {
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
+      // Only what the person changed: a browser rewrites what it shows in a form (line ends,
+      // a textarea's first line feed, NUL), so an untouched field is never sent back.
       const values = {};
-      for (const el of form.querySelectorAll("[data-pointer]")) values[el.dataset.pointer] = el.value;
+      for (const el of form.querySelectorAll("[data-pointer]")) {
+        if (el.value !== el.defaultValue) values[el.dataset.pointer] = el.value;
+      }
+      if (Object.keys(values).length === 0) return say("nothing was changed", false);
       try {
-        const r = await post(base + "/edit", { expected: form.dataset.expected, values });
+        const r = await post(here + "/edit", { expected: form.dataset.expected, values });
         location.assign(r.location);
       } catch (e) {
         fail(e);
@@ -208,7 +238,7 @@ function batch() {
     ]);
     try {
       say("waiting for your passkey…", true);
-      const r = await approve("/review/batch/statement", "/review/batch/approve", { items });
+      const r = await approve(base() + "/batch/statement", base() + "/batch/approve", { items });
       say("approved " + r.approved.length + " drafts", true);
     } catch (e) {
       fail(e);
@@ -256,7 +286,8 @@ function enroll() {
 document.addEventListener("DOMContentLoaded", () => {
   on("logout", async () => {
     try {
-      await fetch("/review/logout", { method: "POST", credentials: "same-origin" });
+      localStorage.removeItem(BASE_KEY);
+      await fetch(base() + "/logout", { method: "POST", credentials: "same-origin" });
     } finally {
       location.assign("/review/login");
     }
