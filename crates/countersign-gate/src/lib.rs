@@ -6,28 +6,20 @@
 #![forbid(unsafe_code)]
 
 pub mod action;
-mod applied;
 pub mod approval;
 pub mod audit;
-mod claim;
-mod decide;
 pub mod error;
-mod execute;
-pub mod fields;
 mod gate;
-mod glob;
 mod inspect;
 pub mod model;
 mod open;
 mod owner;
-mod people;
 pub mod policy;
 pub mod privacy;
-pub mod quota;
 pub mod receipt;
 mod refusals;
 mod retention;
-mod signed;
+mod stage;
 pub mod state;
 pub mod store;
 mod transact;
@@ -35,16 +27,16 @@ mod view;
 
 pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
-pub use crate::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
-pub use crate::gate::{Clock, Gate, Proposal, SystemClock};
+pub use crate::gate::{Clock, Gate, MAX_PAGE, SystemClock};
 pub use crate::inspect::AuditReport;
 pub use crate::model::{
     Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,
 };
 pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
-pub use crate::policy::{Channel, Mode, Policy, ToolPolicy};
-pub use crate::retention::MAX_PAGE;
-pub use crate::signed::Resolution;
+pub use crate::policy::{Channel, Mode, Policy, ToolPolicy, fields, quota};
+pub use crate::stage::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
+pub use crate::stage::propose::Proposal;
+pub use crate::stage::resolve::Resolution;
 pub use crate::state::{Approval, State};
 pub use crate::store::GateStore;
 pub use crate::store::memory::MemoryStore;

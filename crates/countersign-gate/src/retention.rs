@@ -1,5 +1,4 @@
-//! Upkeep: drafts past the retention period leave the store, folded refusals are summed up,
-//! and a principal's drafts are listed a page at a time.
+//! Upkeep: drafts past the retention period leave the store and folded refusals are summed up.
 //!
 //! A decided or expired draft is evidence only: the audit chain already holds what was
 //! proposed (its revision), who decided and what ran. Its stored bytes — up to megabytes per
@@ -7,12 +6,9 @@
 //! operations; its audit records stay, so the chain still verifies. A proposed draft past its
 //! deadline is expired by then and goes too.
 
-use countersign_canon::Principal;
-
 use crate::audit::AuditEvent;
 use crate::error::Result;
 use crate::gate::{Gate, millis};
-use crate::model::{DraftSummary, Page};
 
 /// The states a draft past retention may be in. `executing`, `failed_retryable` and
 /// `outcome_unknown` stay: a run may still be under way, or a person must settle it; so does
@@ -24,9 +20,6 @@ const DROPPED: &[&str] = &[
     "rejected",
     "expired",
 ];
-
-/// The most drafts one page of a listing holds.
-pub const MAX_PAGE: u32 = 1000;
 
 impl Gate {
     /// Drops every draft whose deadline is more than the policy's retention period ago (and
@@ -49,18 +42,5 @@ impl Gate {
             self.audit_only(event).await;
         }
         Ok(dropped)
-    }
-
-    /// One page of `principal`'s drafts, oldest first, without their stored bytes; at most
-    /// [`MAX_PAGE`] whatever `page` asks.
-    ///
-    /// # Errors
-    /// `STORE_UNAVAILABLE`.
-    pub async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
-        let page = Page {
-            after: page.after.clone(),
-            limit: page.limit.clamp(1, MAX_PAGE),
-        };
-        self.store.list(principal, &page).await
     }
 }

@@ -9,6 +9,14 @@ use crate::gate::Gate;
 use crate::model::DraftId;
 use crate::store::{Commit, Snapshot, TxKeys};
 
+/// A commit that writes nothing but `event`: how a refused decision still reaches the chain.
+pub(crate) fn audit(event: AuditEvent) -> Commit {
+    Commit {
+        audit: vec![event],
+        ..Commit::default()
+    }
+}
+
 impl Gate {
     /// Runs `decide` in one transaction over a single draft and returns its verdict: approve,
     /// revise and reject differ only in the decision, never in how it is made atomic.

@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::Rate;
+use super::parse::{RawRate, parse_duration, rate};
 use crate::error::{Error, Result};
 use crate::gate::millis;
 use crate::model::RateWindow;
-use crate::policy::{Rate, RawRate, parse_duration, rate};
 
 /// Default ceiling on one principal's open (proposed or approved, unexpired) drafts.
 pub const DEFAULT_OPEN_DRAFTS: u32 = 100;

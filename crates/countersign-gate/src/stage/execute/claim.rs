@@ -344,7 +344,7 @@ fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> 
         .unwrap_or(now)
         .saturating_add(millis(rate.per));
     Some(Error::RateLimited {
-        retry_after: crate::quota::seconds_until(frees_at, now),
+        retry_after: crate::policy::quota::seconds_until(frees_at, now),
     })
 }
 

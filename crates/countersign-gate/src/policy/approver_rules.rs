@@ -1,7 +1,8 @@
-//! Who may approve a tool: the policy's `approvers` and `quorum` (CONTRACT.md section 6).
+//! Approver rules: who may approve a tool, the policy's `approvers` and `quorum` (CONTRACT.md
+//! section 6).
 
+use super::{Policy, ToolPolicy};
 use crate::error::{Error, Result};
-use crate::policy::{Policy, ToolPolicy};
 
 /// Which names from the approvers file may approve a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -12,8 +12,9 @@
 
 use std::path::Path;
 
+use super::Policy;
+use super::parse::first_line;
 use crate::error::{Error, Result};
-use crate::policy::{Policy, first_line};
 
 impl Policy {
     /// The policy applied to the file `written` (`None`: no file at all): the file as written,

@@ -10,7 +10,8 @@
 //! Each run logs, at `debug`, how long the gate held it (`gate_us`: everything but the action,
 //! of which `claim_us` is up to the journaling transaction's commit and `outcome_us` the
 //! outcome's transaction) and how long the action took (`action_us`): the gate's own share of a
-//! gated call, read off a live server.
+//! gated call, read off a live server. The decision of the claim — whether this call may run —
+//! is the pure function in `claim`, beside the method that carries it out.
 
 use std::time::{Duration, Instant};
 
@@ -18,13 +19,20 @@ use countersign_canon::{Digest, Domain, Object, Revision, Value, digest};
 
 use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind};
 use crate::audit::AuditEvent;
-use crate::claim::{ClaimCtx, Verdict};
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
 use crate::model::{DraftId, OpStatus};
 use crate::state::State;
 use crate::store::{Commit, Snapshot, TxKeys};
 use crate::view::{envelope_value, parse_revision};
+
+use claim::{ClaimCtx, Verdict};
+
+mod claim;
+
+/// The log target of the run timings: the name operators filter on (`RUST_LOG`), kept when the
+/// module moves.
+const TARGET: &str = "countersign_gate::execute";
 
 /// The longest operation id accepted.
 pub const MAX_OPERATION_ID_LEN: usize = 128;
@@ -209,6 +217,7 @@ impl Gate {
         drop(attempt);
         // Logged whether or not the outcome could be stored (a failure there warns on its own).
         tracing::debug!(
+            target: TARGET,
             draft = %id.as_str(),
             operation = operation_id,
             gate_us = micros(started.elapsed().saturating_sub(action)),
@@ -302,7 +311,7 @@ impl Gate {
         if let Err(e) = self.commit(&keys, &mut step).await {
             // The action ran; the journal keeps saying "running" and later calls will get
             // OUTCOME_UNKNOWN, which is the truth as far as the store knows.
-            tracing::warn!(error = %e, "outcome not recorded");
+            tracing::warn!(target: TARGET, error = %e, "outcome not recorded");
         }
     }
 }

@@ -1,0 +1,240 @@
+//! Per-tool policy (CONTRACT.md section 6): what the gate does with each tool.
+//!
+//! The policy is the one place a deployer says which actions need a person. It fails closed: an
+//! unknown key is an error rather than ignored (a typo must not silently drop a rule), a tool with
+//! no entry and no `[defaults]` is denied, and an unreadable file is a configuration failure.
+//!
+//! `parse` reads the file; this module holds what it resolves to and the lookup of one tool.
+//! Everything else a deployer writes in it lives beside: who may approve (`approver_rules`),
+//! per-principal ceilings and retention (`quota`), field rules (`fields`), tool-name globs
+//! (`glob`), and the rule for tools the file does not name (`applied`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use countersign_canon::ManifestLimits;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use fields::FieldRule;
+use glob::glob_match;
+
+mod applied;
+mod approver_rules;
+pub mod fields;
+mod glob;
+mod parse;
+pub mod quota;
+
+pub use approver_rules::ApproverRule;
+pub use countersign_token::RiskClass as Risk;
+pub use parse::parse_duration;
+
+/// What the gate does with a tool's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A person approves the exact revision before it runs.
+    Approval,
+    /// A dry run mints a confirmation token that the real call must carry.
+    Confirm,
+    /// No gate.
+    Pass,
+    /// Never runs.
+    Deny,
+}
+
+/// Where a person may approve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChannel {
+    /// `countersign approve` only.
+    Cli,
+    /// MCP elicitation only.
+    Elicitation,
+    /// Either.
+    Both,
+}
+
+impl ApprovalChannel {
+    /// Whether an approval arriving through `via` is allowed by this setting.
+    pub fn allows(self, via: Channel) -> bool {
+        matches!(
+            (self, via),
+            (ApprovalChannel::Both, _)
+                | (ApprovalChannel::Cli, Channel::Cli)
+                | (ApprovalChannel::Elicitation, Channel::Elicitation)
+        )
+    }
+}
+
+/// The channel one approval actually came through (recorded in the audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// The `countersign approve` command.
+    Cli,
+    /// An MCP elicitation answered by the client's user.
+    Elicitation,
+}
+
+impl Channel {
+    /// `cli` or `elicitation`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Cli => "cli",
+            Channel::Elicitation => "elicitation",
+        }
+    }
+
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        match s {
+            "cli" => Some(Channel::Cli),
+            "elicitation" => Some(Channel::Elicitation),
+            _ => None,
+        }
+    }
+}
+
+/// An execution ceiling: at most `max` runs per `per`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Runs allowed in one window.
+    pub max: u32,
+    /// The window.
+    pub per: Duration,
+}
+
+/// The resolved policy of one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolPolicy {
+    /// What the gate does with the tool.
+    pub mode: Mode,
+    /// Its risk class.
+    pub risk: Risk,
+    /// Where a person may approve it.
+    pub approval: ApprovalChannel,
+    /// Whether a run whose outcome is unknown may be retried.
+    pub idempotent: bool,
+    /// The execution ceiling, if any.
+    pub rate: Option<Rate>,
+    /// Field rules by JSON Pointer.
+    pub fields: BTreeMap<String, FieldRule>,
+    /// How long an approval stays valid.
+    pub approval_ttl: Duration,
+    /// How long a draft waits for a decision before it expires (`approval_wait`; in
+    /// `[defaults]` also under its older name `draft_ttl`).
+    pub approval_wait: Duration,
+    /// Where to announce each new draft (`notify`): an `http://` URL, checked when the policy is
+    /// parsed. The gate only carries it; the MCP layer sends.
+    pub notify: Option<String>,
+    /// Who may approve it (section 6 `approvers`).
+    pub approvers: ApproverRule,
+    /// Distinct approvers needed, when the policy names a quorum.
+    pub quorum: Option<u32>,
+    /// Whether an approval must be signed; `None` follows the default (signed whenever an
+    /// approvers file is configured).
+    pub signed: Option<bool>,
+    /// Whether the proposing subject may approve their own proposal.
+    pub self_approval: bool,
+}
+
+impl ToolPolicy {
+    /// Pointers of the fields marked `hidden`.
+    pub fn hidden(&self) -> impl Iterator<Item = &str> {
+        self.fields
+            .iter()
+            .filter(|(_, rule)| **rule == FieldRule::Hidden)
+            .map(|(p, _)| p.as_str())
+    }
+
+    /// Distinct approvers needed before a run (1 unless the policy names a quorum).
+    pub fn need(&self) -> u32 {
+        self.quorum.unwrap_or(1)
+    }
+
+    /// Whether approvals must be signed, given whether an approvers file is configured.
+    pub fn requires_signature(&self, approvers_configured: bool) -> bool {
+        self.signed.unwrap_or(approvers_configured)
+    }
+}
+
+/// Default approval lifetime (CONTRACT.md section 6 example, issue 5).
+pub const DEFAULT_APPROVAL_TTL: Duration = Duration::from_secs(15 * 60);
+/// Default wait of an undecided draft before it expires (`approval_wait`).
+pub const DEFAULT_APPROVAL_WAIT: Duration = Duration::from_secs(60 * 60);
+
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) pattern: String,
+    pub(crate) policy: ToolPolicy,
+}
+
+/// A parsed, validated policy file.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub(crate) exact: BTreeMap<String, ToolPolicy>,
+    /// Globs, most specific (longest) first; ties keep file (sorted) order.
+    pub(crate) globs: Vec<Entry>,
+    pub(crate) fallback: Option<ToolPolicy>,
+    /// Whether any of them has a rate ceiling (asked on every execute).
+    rated: bool,
+    /// Per-principal ceilings and the retention period (`[limits]`).
+    limits: quota::Limits,
+    /// The largest manifest a person is asked to read (`[manifest]`).
+    manifest: ManifestLimits,
+}
+
+impl Policy {
+    /// The per-principal ceilings and the retention period.
+    #[must_use]
+    pub fn limits(&self) -> &quota::Limits {
+        &self.limits
+    }
+
+    /// Reads and parses a policy file. A missing or unreadable file is an error: fail closed.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the file cannot be read or is invalid.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::Config(format!("cannot read policy {}: {e}", path.display())))?;
+        Self::from_toml(&text)
+    }
+
+    /// Whether any tool has a rate ceiling. Without one, no transition needs to count runs,
+    /// which lets a store batch transitions (a count depends on a draft's action, known only
+    /// once the draft is read).
+    #[must_use]
+    pub fn has_rates(&self) -> bool {
+        self.rated
+    }
+
+    /// The manifest limit proposals and revisions are held to (`[manifest]`, else the
+    /// contract's default).
+    #[must_use]
+    pub fn manifest_limits(&self) -> ManifestLimits {
+        self.manifest
+    }
+
+    /// The policy of `tool`: its exact entry, else the longest matching glob, else `[defaults]`.
+    ///
+    /// # Errors
+    /// [`Error::PolicyDenied`] when nothing matches (an unknown tool fails closed).
+    pub fn lookup(&self, tool: &str) -> Result<&ToolPolicy> {
+        if let Some(p) = self.exact.get(tool) {
+            return Ok(p);
+        }
+        if let Some(e) = self.globs.iter().find(|e| glob_match(&e.pattern, tool)) {
+            return Ok(&e.policy);
+        }
+        self.fallback.as_ref().ok_or_else(|| Error::PolicyDenied {
+            tool: tool.to_owned(),
+            why: "no policy entry for this tool",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;
