@@ -33,7 +33,7 @@ pub struct Proposal<'a> {
 impl Gate {
     /// Normalizes arguments under the tool's policy: strict canonical parse, privacy scan, field
     /// rules. Returns the normalized value.
-    pub(crate) fn normalize(&self, action: &str, tool: &ToolPolicy, args: &[u8]) -> Result<Value> {
+    pub(super) fn normalize(&self, action: &str, tool: &ToolPolicy, args: &[u8]) -> Result<Value> {
         let mut value = countersign_canon::parse(args, Profile::CountersignV1, &self.limits)
             .map_err(|e| Error::InvalidArgument {
                 rule: e.code().as_str(),
@@ -55,7 +55,7 @@ impl Gate {
         Ok(value)
     }
 
-    pub(crate) fn gated_policy(&self, action: &str) -> Result<&ToolPolicy> {
+    pub(super) fn gated_policy(&self, action: &str) -> Result<&ToolPolicy> {
         let tool = self.policy.lookup(action)?;
         match tool.mode {
             Mode::Approval => Ok(tool),

@@ -1,8 +1,7 @@
-//! Reject: a person ends a draft for everyone.
+//! Reject: a person ends a draft for everyone, whether it waits for an approval or holds one.
 //!
-//! Refusing needs the entitlement approving needs (listed for the draft's tenant and the tool),
-//! so a person who may not approve a tool cannot throw its drafts away either; the proposer may
-//! reject their own.
+//! Like every stage, the decision ([`decide_reject`]) is made on the rows read inside the
+//! draft's transaction, so a draft that ran or was rejected in between is refused there.
 
 use crate::approval::{Approvers, entitled};
 use crate::audit::AuditEvent;
