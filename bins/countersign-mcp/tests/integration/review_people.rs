@@ -61,7 +61,10 @@ async fn an_edit_is_its_editors_proposal_and_only_approvers_may_edit_or_reject()
     if !have_chromium() {
         return;
     }
-    let policy = format!("{DEMO_POLICY}approvers = [\"alice\", \"bob\"]\nquorum = 2\n");
+    // The demo lets its one person approve their own edit; the rule under test is the default.
+    assert!(DEMO_POLICY.contains("self_approval = true\n"));
+    let strict = DEMO_POLICY.replace("self_approval = true\n", "");
+    let policy = format!("{strict}approvers = [\"alice\", \"bob\"]\nquorum = 2\n");
     let home = Home::new(&policy);
     let store = format!("sqlite:{}", home.path().join("gate.db").display());
     let approvers = home.path().join("approvers.toml");
