@@ -9,7 +9,9 @@
 //!
 //! The first byte picks the method, the page, whether the path is `enroll` or taken from the
 //! input, and whether the rest is an origin; then the path's tail up to the first newline, the
-//! query up to the second, and the body.
+//! query up to the second, a `Cookie` header up to the third (sessions live under
+//! `/review/s/KEY` and are found among whatever cookies arrive, planted ones included), and the
+//! body.
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -90,9 +92,10 @@ fuzz_target!(|data: &[u8]| {
         }
         return;
     }
-    let mut parts = rest.splitn(3, |&b| b == b'\n');
+    let mut parts = rest.splitn(4, |&b| b == b'\n');
     let tail = String::from_utf8_lossy(parts.next().unwrap_or_default());
     let query = String::from_utf8_lossy(parts.next().unwrap_or_default());
+    let cookie = parts.next().unwrap_or_default();
     let body = Bytes::copy_from_slice(parts.next().unwrap_or_default());
     let method = if pick & 1 == 0 { Method::GET } else { Method::POST };
     let route = if pick & 2 == 0 { "enroll" } else { tail.trim_start_matches('/') };
@@ -102,6 +105,7 @@ fuzz_target!(|data: &[u8]| {
         .uri(uri)
         .header("host", HOST)
         .header("origin", ORIGIN)
+        .header("cookie", cookie)
         .body(Full::new(body))
     else {
         return;
