@@ -16,6 +16,7 @@ mod open;
 mod owner;
 pub mod policy;
 pub mod privacy;
+pub mod reading;
 pub mod receipt;
 mod refusals;
 mod retention;

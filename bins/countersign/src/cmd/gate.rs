@@ -9,6 +9,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
+use countersign_gate::reading::Reading;
 use countersign_gate::{Channel, Draft, Gate, Policy, State};
 
 use super::ledger::{block_on, store_url};
@@ -131,13 +132,7 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 fn age(created_at: i64) -> String {
-    let s = (now_ms() - created_at).max(0) / 1000;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s / 60),
-        3600..86_400 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
+    countersign_gate::reading::age_text(created_at, now_ms())
 }
 
 pub(crate) fn os_user() -> String {
@@ -244,38 +239,31 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
     )
 }
 
-/// The stored draft with its manifest, refused when the bytes no longer hash to the revision.
-pub(crate) async fn checked(
-    gate: &Gate,
-    id: &str,
-) -> Result<(Draft, countersign_canon::Manifest), Failure> {
+/// The stored draft as a person reads it (see [`countersign_gate::reading`]): refused when the
+/// bytes no longer hash to the revision, or when a manifest is over the limit (a person cannot
+/// read it, so it cannot be approved; it can still be rejected).
+pub(crate) async fn checked(gate: &Gate, id: &str) -> Result<(Draft, Reading), Failure> {
     let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
-    let manifest = countersign_gate::manifest(&draft).map_err(|e| failure(&e))?;
-    if manifest.revision != draft.revision {
-        return Err(failure(&countersign_gate::Error::Tampered));
-    }
-    within_limit(gate, &manifest)?;
-    Ok((draft, manifest))
-}
-
-/// Refuses to show a manifest over the limit (a draft stored before the limit, or under a
-/// larger one): a person cannot read it, so it cannot be approved; it can still be rejected.
-fn within_limit(gate: &Gate, m: &countersign_canon::Manifest) -> Result<(), Failure> {
-    gate.policy()
-        .manifest_limits()
-        .check(&m.size())
-        .map_err(|e| {
-            Failure::invalid(
+    let reading = countersign_gate::reading::read(gate, &draft)
+        .await
+        .map_err(|e| match e {
+            countersign_gate::Error::InvalidArgument {
+                rule: "TOO_LARGE",
+                message,
+            } => Failure::invalid(
                 "TOO_LARGE",
-                format!("{}; `countersign reject` refuses the draft", e.message()),
-            )
-        })
+                format!("{message}; `countersign reject` refuses the draft"),
+            ),
+            e => failure(&e),
+        })?;
+    Ok((draft, reading))
 }
 
 pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
     block_on(async {
         let gate = open_gate(ctx, empty_policy()?).await?;
-        let (d, m) = checked(&gate, &args.draft).await?;
+        let (d, r) = checked(&gate, &args.draft).await?;
+        let m = &r.manifest;
         let json = serde_json::json!({
             "draft_id": d.id.as_str(),
             "action": d.action,
@@ -288,20 +276,15 @@ pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
             "approval": approval_json(&d.state),
         });
         let paint = Paint::for_stream(std::io::stdout().is_terminal());
-        Ok(Report::text(describe(&d, &m, paint), json))
+        Ok(Report::text(describe(&d, m, paint), json))
     })?
 }
 
-/// What changed between two manifests, leaf by leaf.
-fn diff(
-    old: &countersign_canon::Manifest,
-    new: &countersign_canon::Manifest,
-    paint: Paint,
-) -> String {
+/// What changed since the previous revision, leaf by leaf.
+fn diff(changes: &[countersign_canon::LeafChange], paint: Paint) -> String {
     use countersign_canon::LeafChange;
-    let changes = new.changes_since(old);
     let mut out = String::new();
-    for change in &changes {
+    for change in changes {
         let line = match change {
             LeafChange::Removed { pointer, shown } => {
                 paint.wrap("31", &format!("- {pointer}  {shown}"))
@@ -319,13 +302,9 @@ fn diff(
     out
 }
 
-/// Shows the draft on the terminal and asks y/N. `Ok(false)` when the person declines.
 /// Shows the draft on the terminal (what `ask` shows, without the question).
-pub(crate) async fn present(
-    gate: &Gate,
-    d: &Draft,
-    m: &countersign_canon::Manifest,
-) -> Result<String, Failure> {
+pub(crate) fn present(d: &Draft, r: &Reading) -> String {
+    let m = &r.manifest;
     let paint = Paint::for_stream(std::io::stderr().is_terminal());
     let mut text = describe(d, m, paint);
     if m.flagged() {
@@ -334,30 +313,22 @@ pub(crate) async fn present(
             "\nwarning: some values hold characters a person cannot see; they are shown escaped\n",
         ));
     }
-    let revisions = gate
-        .store()
-        .revisions(&d.id)
-        .await
-        .map_err(|e| failure(&e))?;
-    if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
-        let old =
-            countersign_gate::manifest_of(&prev.canonical, &d.hidden).map_err(|e| failure(&e))?;
-        within_limit(gate, &old)?;
+    if let Some(prev) = &r.previous {
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
             prev.seq, prev.revision
         ));
-        text.push_str(&diff(&old, m, paint));
+        text.push_str(&diff(&prev.changes, paint));
     }
-    Ok(text)
+    text
 }
 
 /// Shows the draft on the terminal and asks y/N. `Ok(false)` when the person declines.
-async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<bool, Failure> {
-    let mut text = present(gate, d, m).await?;
+fn ask(d: &Draft, r: &Reading) -> Result<bool, Failure> {
+    let mut text = present(d, r);
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
-        m.revision,
+        r.manifest.revision,
         shown(&d.action)
     ));
     confirm(&text)
@@ -404,11 +375,11 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
     let policy = load_policy(ctx)?;
     block_on(async {
         let gate = open_gate(ctx, policy).await?;
-        let (d, m) = checked(&gate, &args.draft).await?;
-        if m.revision.to_hex() != args.revision {
+        let (d, r) = checked(&gate, &args.draft).await?;
+        if r.manifest.revision.to_hex() != args.revision {
             return Err(failure(&countersign_gate::Error::StaleRevision));
         }
-        if !args.yes && !ask(&gate, &d, &m).await? {
+        if !args.yes && !ask(&d, &r)? {
             return Ok(Report {
                 human: b"not approved\n".to_vec(),
                 json: serde_json::json!({ "approved": false, "draft_id": d.id.as_str() }),

@@ -124,11 +124,11 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         let mut shown_text = String::new();
         for pair in args.pairs.chunks(2) {
             let revision = countersign_gate::parse_revision(&pair[1]).map_err(|e| failure(&e))?;
-            let (d, m) = checked(&gate, &pair[0]).await?;
+            let (d, r) = checked(&gate, &pair[0]).await?;
             if d.revision != revision {
                 return Err(failure(&countersign_gate::Error::StaleRevision));
             }
-            shown_text.push_str(&present(&gate, &d, &m).await?);
+            shown_text.push_str(&present(&d, &r));
             shown_text.push('\n');
             items.push((d.id.clone(), revision));
         }

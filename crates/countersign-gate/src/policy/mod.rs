@@ -49,7 +49,7 @@ pub enum Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalChannel {
-    /// `countersign approve` only.
+    /// A person through countersign itself: `countersign approve`, or the review page.
     Cli,
     /// MCP elicitation only.
     Elicitation,
@@ -63,7 +63,7 @@ impl ApprovalChannel {
         matches!(
             (self, via),
             (ApprovalChannel::Both, _)
-                | (ApprovalChannel::Cli, Channel::Cli)
+                | (ApprovalChannel::Cli, Channel::Cli | Channel::Review)
                 | (ApprovalChannel::Elicitation, Channel::Elicitation)
         )
     }
@@ -76,14 +76,18 @@ pub enum Channel {
     Cli,
     /// An MCP elicitation answered by the client's user.
     Elicitation,
+    /// The development-only review page, where approvals are unsigned; a policy's `cli` setting
+    /// allows it, since it is the same person at the same machine without the terminal.
+    Review,
 }
 
 impl Channel {
-    /// `cli` or `elicitation`.
+    /// `cli`, `elicitation` or `review`.
     pub fn as_str(self) -> &'static str {
         match self {
             Channel::Cli => "cli",
             Channel::Elicitation => "elicitation",
+            Channel::Review => "review",
         }
     }
 
@@ -92,6 +96,7 @@ impl Channel {
         match s {
             "cli" => Some(Channel::Cli),
             "elicitation" => Some(Channel::Elicitation),
+            "review" => Some(Channel::Review),
             _ => None,
         }
     }
