@@ -5,13 +5,16 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_gate::approval::webauthn::{Assertion, verify_assertion};
 use countersign_gate::approval::{Kind, Signature, Statement};
-use countersign_gate::{Draft, DraftId, Error, parse_revision};
-use hyper::{Response, StatusCode};
+use countersign_gate::{Channel, Draft, DraftId, Error, parse_revision};
+use hyper::StatusCode;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::guard::{self, Body};
+use crate::error::{PageError, PageResult};
+use crate::respond::{self, json};
 use crate::session::{Person, SESSION_PATH, SESSION_TTL};
-use crate::{Call, Review, refusal, serves};
+use crate::{Call, Review, serves};
 
 /// How long an approval statement made for the page is valid: the person has this long to
 /// touch their authenticator.
@@ -19,33 +22,58 @@ const STATEMENT_VALIDITY_SECS: i64 = 300;
 /// At most this many drafts in one batch statement.
 pub(crate) const MAX_BATCH: usize = 50;
 
-pub(crate) fn bad(message: &str) -> Response<Body> {
-    guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", message)
+/// A request body read as the form `T`; anything else is `INVALID_ARGUMENT`.
+pub(crate) fn form<T: DeserializeOwned>(body: &[u8]) -> Result<T, PageError> {
+    serde_json::from_slice(body)
+        .map_err(|e| PageError::Invalid(format!("the request body is not understood: {e}")))
 }
 
-/// Why a request's body was not understood (answered as `INVALID_ARGUMENT`).
-pub(crate) type Invalid = String;
-
-/// A request body: one JSON object.
-pub(crate) type Form = serde_json::Map<String, Value>;
-
-pub(crate) fn parse(body: &[u8]) -> Result<serde_json::Map<String, Value>, Invalid> {
-    match serde_json::from_slice(body) {
-        Ok(Value::Object(o)) => Ok(o),
-        _ => Err("the request body is not a JSON object".into()),
-    }
-}
-
-fn text<'a>(o: &'a serde_json::Map<String, Value>, name: &str) -> Result<&'a str, Invalid> {
-    o.get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("`{name}` is missing or not a string"))
-}
-
-pub(crate) fn b64(o: &serde_json::Map<String, Value>, name: &str) -> Result<Vec<u8>, Invalid> {
+/// `text` decoded from base64url; `name` says which field it was.
+pub(crate) fn b64(text: &str, name: &str) -> Result<Vec<u8>, PageError> {
     URL_SAFE_NO_PAD
-        .decode(text(o, name)?)
-        .map_err(|_| format!("`{name}` is not base64url"))
+        .decode(text)
+        .map_err(|_| PageError::Invalid(format!("`{name}` is not base64url")))
+}
+
+/// `POST /review/login`.
+#[derive(Deserialize)]
+struct SignIn {
+    challenge: String,
+    assertion: String,
+}
+
+/// `POST …/statement`: `revision` for one draft, or `items` for a batch.
+#[derive(Deserialize)]
+pub(crate) struct StatementRequest {
+    revision: Option<String>,
+    items: Option<Vec<(String, String)>>,
+}
+
+/// `POST …/approve`: a statement and the passkey's assertion over it.
+#[derive(Deserialize)]
+struct SignedApproval {
+    statement: String,
+    assertion: String,
+}
+
+/// `POST …/approve` on the development-only page.
+#[derive(Deserialize)]
+struct UnsignedApproval {
+    revision: String,
+}
+
+/// `POST …/reject`.
+#[derive(Deserialize)]
+struct Rejection {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST …/edit`: the revision edited and the new text of each changed leaf.
+#[derive(Deserialize)]
+struct Edit {
+    expected: String,
+    values: serde_json::Map<String, Value>,
 }
 
 /// The passkey credential ids of `who`, for a ceremony of a person already signed in.
@@ -61,21 +89,18 @@ fn credential_ids(review: &Review, who: &str) -> Vec<String> {
 /// `POST /review/login/challenge`: a challenge and nothing else. The passkey is discoverable:
 /// the person's authenticator offers the passkeys it holds for this origin, and the answer's
 /// credential id says which it was, so nobody unauthenticated learns who may approve.
-pub(crate) fn login_challenge(review: &Review, call: &Call) -> Response<Body> {
+pub(crate) fn login_challenge(review: &Review, call: &Call) -> PageResult {
     if review.gate.approvers().is_none() {
-        return guard::error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "CONFIG_INVALID",
-            "signing in needs an approvers file (--approvers or COUNTERSIGN_APPROVERS)",
-        );
+        return Err(Error::Config(
+            "signing in needs an approvers file (--approvers or COUNTERSIGN_APPROVERS)".into(),
+        )
+        .into());
     }
-    match review.sessions.challenge(call.peer) {
-        Ok(challenge) => guard::json(
-            StatusCode::OK,
-            &json!({ "challenge": URL_SAFE_NO_PAD.encode(challenge) }),
-        ),
-        Err(busy) => guard::rate_limited(busy),
-    }
+    let challenge = review.sessions.challenge(call.peer)?;
+    Ok(json(
+        StatusCode::OK,
+        &json!({ "challenge": URL_SAFE_NO_PAD.encode(challenge) }),
+    ))
 }
 
 /// Checks a sign-in assertion over `challenge`: a listed passkey, a valid signature, and a
@@ -108,32 +133,23 @@ async fn signed_in(review: &Review, assertion: &str, challenge: &[u8]) -> Result
 
 /// `POST /review/login`: `{challenge, assertion}`. Opens a session and answers where its
 /// pages live (`base`).
-pub(crate) async fn login(review: &Review, call: &Call) -> Response<Body> {
-    let o = match parse(&call.body) {
-        Ok(o) => o,
-        Err(m) => return bad(&m),
-    };
-    let (challenge, assertion) = match (b64(&o, "challenge"), text(&o, "assertion")) {
-        (Ok(c), Ok(a)) => (c, a),
-        (Err(m), _) | (_, Err(m)) => return bad(&m),
-    };
+pub(crate) async fn login(review: &Review, call: &Call) -> PageResult {
+    let f: SignIn = form(&call.body)?;
+    let challenge = b64(&f.challenge, "challenge")?;
     if !review.sessions.spend_challenge(&challenge) {
-        return guard::error(
-            StatusCode::FORBIDDEN,
-            "SIGNATURE_INVALID",
-            "the sign-in challenge is unknown, used or expired",
-        );
+        return Err(Error::SignatureInvalid {
+            why: "the sign-in challenge is unknown, used or expired",
+        }
+        .into());
     }
-    let name = match signed_in(review, assertion, &challenge).await {
-        Ok(n) => n,
-        Err(e) => return refusal(&e),
-    };
+    let name = signed_in(review, &f.assertion, &challenge).await?;
     let opened = review.sessions.open(&name, &call.origin);
     let base = format!("{SESSION_PATH}{}", opened.key);
-    let mut r = guard::json(StatusCode::OK, &json!({ "approver": name, "base": base }));
-    let cookie = guard::set_cookie(&opened.id, &opened.key, &call.origin, SESSION_TTL.as_secs());
-    guard::add_cookie(&mut r, &cookie);
-    r
+    let mut r = json(StatusCode::OK, &json!({ "approver": name, "base": base }));
+    let cookie =
+        respond::set_cookie(&opened.id, &opened.key, &call.origin, SESSION_TTL.as_secs());
+    respond::add_cookie(&mut r, &cookie);
+    Ok(r)
 }
 
 /// A draft `person` may see: refused as `NOT_FOUND` when it is another tenant's.
@@ -166,17 +182,10 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
     (d.state.approvals().len(), need)
 }
 
-/// Seconds since the draft was proposed.
-pub(crate) fn age_secs(d: &Draft) -> i64 {
-    (countersign_replay::now_unix_ms() - d.created_at).max(0) / 1000
-}
-
-/// `GET /review/pending.json`.
-pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> {
-    let drafts = match waiting(review, person).await {
-        Ok(d) => d,
-        Err(e) => return refusal(&e),
-    };
+/// `GET /review/pending.json`: the list for scripts of one's own.
+pub(crate) async fn pending(review: &Review, person: &Person) -> PageResult {
+    let drafts = waiting(review, person).await?;
+    let now = countersign_replay::now_unix_ms();
     let list: Vec<Value> = drafts
         .iter()
         .map(|d| {
@@ -186,44 +195,35 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> 
                 "action": countersign_canon::show_escaped(&d.action).0,
                 "state": d.state.name(),
                 "risk": d.risk,
-                "age_seconds": age_secs(d),
+                "age_seconds": (now - d.created_at).max(0) / 1000,
                 "revision": d.revision.to_hex(),
                 "approvals": { "have": have, "need": need },
             })
         })
         .collect();
-    guard::json(StatusCode::OK, &json!({ "drafts": list }))
+    Ok(json(StatusCode::OK, &json!({ "drafts": list })))
 }
 
 /// The (draft, revision) pairs a statement request names: `{revision}` for one draft, or
 /// `{items: [[id, revision], …]}` for a batch.
-fn items(
-    id: Option<&str>,
-    o: &serde_json::Map<String, Value>,
-) -> Result<Vec<(String, String)>, Invalid> {
+fn items(id: Option<&str>, f: StatementRequest) -> Result<Vec<(String, String)>, PageError> {
+    let invalid = |m: String| PageError::Invalid(m);
     if let Some(id) = id {
-        return Ok(vec![(id.to_owned(), text(o, "revision")?.to_owned())]);
+        let revision = f
+            .revision
+            .ok_or_else(|| invalid("`revision` is missing".into()))?;
+        return Ok(vec![(id.to_owned(), revision)]);
     }
-    let list = o
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or("`items` is missing")?;
-    if list.is_empty() || list.len() > MAX_BATCH {
-        return Err("a batch holds 1 to 50 drafts".into());
+    let pairs = f.items.ok_or_else(|| invalid("`items` is missing".into()))?;
+    if pairs.is_empty() || pairs.len() > MAX_BATCH {
+        return Err(invalid(format!("a batch holds 1 to {MAX_BATCH} drafts")));
     }
-    let pairs: Vec<(String, String)> = list
-        .iter()
-        .map(|pair| match pair.as_array().map(Vec::as_slice) {
-            Some([Value::String(d), Value::String(r)]) => Ok((d.clone(), r.clone())),
-            _ => Err("each item is [draft_id, revision]".to_owned()),
-        })
-        .collect::<Result<_, _>>()?;
     let ids: Vec<&str> = pairs.iter().map(|(d, _)| d.as_str()).collect();
     if let Some(twice) = repeated(&ids) {
-        return Err(format!(
+        return Err(invalid(format!(
             "draft {} is named twice; a batch names each draft once",
             countersign_canon::show_escaped(twice).0
-        ));
+        )));
     }
     Ok(pairs)
 }
@@ -240,41 +240,30 @@ pub(crate) async fn statement(
     review: &Review,
     person: &Person,
     id: Option<&str>,
-    o: &Form,
-) -> Response<Body> {
-    let pairs = match items(id, o) {
-        Ok(p) => p,
-        Err(m) => return bad(&m),
-    };
+    body: &[u8],
+) -> PageResult {
+    let pairs = items(id, form(body)?)?;
     let mut checked = Vec::with_capacity(pairs.len());
     for (d, r) in &pairs {
-        let parsed = DraftId::parse(d).and_then(|d| Ok((d, parse_revision(r)?)));
-        let (d, r) = match parsed {
-            Ok(p) => p,
-            Err(e) => return refusal(&e),
-        };
-        if let Err(e) = visible(review, person, d.as_str()).await {
-            return refusal(&e);
-        }
+        let (d, r) = (DraftId::parse(d)?, parse_revision(r)?);
+        visible(review, person, d.as_str()).await?;
         checked.push((d, r));
     }
-    match Statement::new(
+    let s = Statement::new(
         Kind::Approval,
         &person.name,
         checked,
         crate::now_secs(),
         STATEMENT_VALIDITY_SECS,
-    ) {
-        Ok(s) => guard::json(
-            StatusCode::OK,
-            &json!({
-                "statement": URL_SAFE_NO_PAD.encode(s.bytes()),
-                "digest": URL_SAFE_NO_PAD.encode(s.digest().as_bytes()),
-                "allow": credential_ids(review, &person.name),
-            }),
-        ),
-        Err(e) => refusal(&e),
-    }
+    )?;
+    Ok(json(
+        StatusCode::OK,
+        &json!({
+            "statement": URL_SAFE_NO_PAD.encode(s.bytes()),
+            "digest": URL_SAFE_NO_PAD.encode(s.digest().as_bytes()),
+            "allow": credential_ids(review, &person.name),
+        }),
+    ))
 }
 
 /// `POST /review/draft/ID/approve` and `POST /review/batch/approve`: `{statement,
@@ -283,92 +272,69 @@ pub(crate) async fn approve(
     review: &Review,
     person: &Person,
     id: Option<&str>,
-    o: &Form,
-) -> Response<Body> {
-    let (bytes, assertion) = match (b64(o, "statement"), text(o, "assertion")) {
-        (Ok(s), Ok(a)) => (s, a),
-        (Err(m), _) | (_, Err(m)) => return bad(&m),
-    };
-    let parsed = match Statement::parse(&bytes) {
-        Ok(s) => s,
-        Err(e) => return refusal(&e),
-    };
+    body: &[u8],
+) -> PageResult {
+    let f: SignedApproval = form(body)?;
+    let bytes = b64(&f.statement, "statement")?;
+    let parsed = Statement::parse(&bytes)?;
     if parsed.approver() != person.name {
-        return refusal(&Error::ApproverNotAllowed {
+        return Err(Error::ApproverNotAllowed {
             why: "the statement names someone other than the person signed in",
-        });
+        }
+        .into());
     }
     if let Some(id) = id
         && !parsed.items().iter().any(|(d, _)| d.as_str() == id)
     {
-        return refusal(&Error::SignatureInvalid {
+        return Err(Error::SignatureInvalid {
             why: "the statement does not name this draft",
-        });
+        }
+        .into());
     }
     for (d, _) in parsed.items() {
-        if let Err(e) = visible(review, person, d.as_str()).await {
-            return refusal(&e);
-        }
+        visible(review, person, d.as_str()).await?;
     }
-    let signature = Signature::WebAuthn(assertion.to_owned());
-    match review.gate.approve_signed(&bytes, &signature).await {
-        Ok(approvals) => {
-            let done: Vec<Value> = parsed
-                .items()
-                .iter()
-                .map(|(d, r)| json!({ "draft_id": d.as_str(), "revision": r.to_hex() }))
-                .collect();
-            guard::json(
-                StatusCode::OK,
-                &json!({ "approved": done, "approvals": approvals.len() }),
-            )
-        }
-        Err(e) => refusal(&e),
-    }
+    let signature = Signature::WebAuthn(f.assertion);
+    let approvals = review.gate.approve_signed(&bytes, &signature).await?;
+    let done: Vec<Value> = parsed
+        .items()
+        .iter()
+        .map(|(d, r)| json!({ "draft_id": d.as_str(), "revision": r.to_hex() }))
+        .collect();
+    Ok(json(
+        StatusCode::OK,
+        &json!({ "approved": done, "approvals": approvals.len() }),
+    ))
 }
 
 /// `POST /review/draft/ID/approve` on the development-only page: `{revision}`, recorded as an
-/// unsigned approval by the person signed in (always `developer`).
+/// unsigned approval by the person signed in (always `developer`), through the page's own
+/// channel ([`Channel::Review`]) so the audit tells it from a command-line approval.
 pub(crate) async fn approve_unsigned(
     review: &Review,
     person: &Person,
     id: &str,
-    o: &Form,
-) -> Response<Body> {
-    let revision = match text(o, "revision") {
-        Ok(r) => r,
-        Err(m) => return bad(&m),
-    };
-    if let Err(e) = visible(review, person, id).await {
-        return refusal(&e);
-    }
-    match review
+    body: &[u8],
+) -> PageResult {
+    let f: UnsignedApproval = form(body)?;
+    visible(review, person, id).await?;
+    review
         .gate
-        .approve(id, revision, &person.name, countersign_gate::Channel::Cli)
-        .await
-    {
-        Ok(_) => guard::json(
-            StatusCode::OK,
-            &json!({ "approved": [{ "draft_id": id, "revision": revision }], "signed": false }),
-        ),
-        Err(e) => refusal(&e),
-    }
+        .approve(id, &f.revision, &person.name, Channel::Review)
+        .await?;
+    Ok(json(
+        StatusCode::OK,
+        &json!({ "approved": [{ "draft_id": id, "revision": f.revision }], "signed": false }),
+    ))
 }
 
 /// `POST /review/draft/ID/reject`: `{reason}`.
-pub(crate) async fn reject(review: &Review, person: &Person, id: &str, o: &Form) -> Response<Body> {
-    let reason = o
-        .get("reason")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|r| !r.is_empty());
-    if let Err(e) = visible(review, person, id).await {
-        return refusal(&e);
-    }
-    match review.gate.reject(id, &person.name, reason).await {
-        Ok(()) => guard::json(StatusCode::OK, &json!({ "rejected": id })),
-        Err(e) => refusal(&e),
-    }
+pub(crate) async fn reject(review: &Review, person: &Person, id: &str, body: &[u8]) -> PageResult {
+    let f: Rejection = form(body)?;
+    let reason = f.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    visible(review, person, id).await?;
+    review.gate.reject(id, &person.name, reason).await?;
+    Ok(json(StatusCode::OK, &json!({ "rejected": id })))
 }
 
 /// The new value of one edited leaf, of the type the leaf has now.
@@ -397,29 +363,18 @@ fn edited(old: &Value, text: &str) -> Result<Value, String> {
 
 /// `POST /review/draft/ID/edit`: `{expected, values: {POINTER: TEXT}}` with pointers into the
 /// arguments. The edit becomes a new revision proposed by the person; it still needs approving.
-pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -> Response<Body> {
-    let expected = match text(o, "expected") {
-        Ok(e) => e,
-        Err(m) => return bad(&m),
-    };
-    let Some(values) = o.get("values").and_then(Value::as_object) else {
-        return bad("`values` is missing");
-    };
-    if values.is_empty() {
+pub(crate) async fn edit(review: &Review, person: &Person, id: &str, body: &[u8]) -> PageResult {
+    let f: Edit = form(body)?;
+    let bad = |m: &str| Err(PageError::Invalid(m.to_owned()));
+    if f.values.is_empty() {
         return bad("nothing was changed");
     }
-    let draft = match visible(review, person, id).await {
-        Ok(d) => d,
-        Err(e) => return refusal(&e),
-    };
-    let envelope = match countersign_gate::envelope_value(&draft) {
-        Ok(v) => v.to_json(),
-        Err(e) => return refusal(&e),
-    };
+    let draft = visible(review, person, id).await?;
+    let envelope = countersign_gate::envelope_value(&draft)?.to_json();
     let Some(mut args) = envelope.get("args").cloned() else {
-        return refusal(&Error::Tampered);
+        return Err(Error::Tampered.into());
     };
-    for (pointer, new) in values {
+    for (pointer, new) in &f.values {
         let Some(new) = new.as_str() else {
             return bad("each edited value is a string");
         };
@@ -432,21 +387,18 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
         }
     }
     let bytes = args.to_string().into_bytes();
-    match review
+    let d = review
         .gate
-        .revise_by(id, expected, &bytes, Some(&person.name))
-        .await
-    {
-        Ok(d) => guard::json(
-            StatusCode::OK,
-            &json!({
-                "draft_id": d.id.as_str(),
-                "revision": d.revision.to_hex(),
-                "location": format!("{}/draft/{}", person.base, d.id.as_str()),
-            }),
-        ),
-        Err(e) => refusal(&e),
-    }
+        .revise_by(id, &f.expected, &bytes, Some(&person.name))
+        .await?;
+    Ok(json(
+        StatusCode::OK,
+        &json!({
+            "draft_id": d.id.as_str(),
+            "revision": d.revision.to_hex(),
+            "location": format!("{}/draft/{}", person.base, d.id.as_str()),
+        }),
+    ))
 }
 
 #[cfg(test)]
@@ -469,17 +421,21 @@ mod tests {
 
     #[test]
     fn batch_items_are_pairs_of_strings() {
-        let form = |v: Value| v.as_object().cloned().unwrap_or_default();
-        let one = form(json!({ "revision": "r" }));
-        assert_eq!(items(Some("d"), &one), Ok(vec![("d".into(), "r".into())]));
-        let two = form(json!({ "items": [["a", "1"], ["b", "2"]] }));
-        assert_eq!(items(None, &two).map(|v| v.len()), Ok(2));
-        for bad in [
-            json!({}),
-            json!({ "items": [] }),
-            json!({ "items": [["a"]] }),
-        ] {
-            assert!(items(None, &form(bad)).is_err());
+        let read = |v: Value| form::<StatementRequest>(v.to_string().as_bytes());
+        let one = read(json!({ "revision": "r" })).expect("form");
+        assert_eq!(
+            items(Some("d"), one).ok(),
+            Some(vec![("d".into(), "r".into())])
+        );
+        let two = read(json!({ "items": [["a", "1"], ["b", "2"]] })).expect("form");
+        assert_eq!(items(None, two).map(|v| v.len()).ok(), Some(2));
+        let twice = read(json!({ "items": [["a", "1"], ["a", "2"]] })).expect("form");
+        assert!(items(None, twice).is_err());
+        for bad in [json!({}), json!({ "items": [] })] {
+            let f = read(bad).expect("form");
+            assert!(items(None, f).is_err());
         }
+        assert!(read(json!({ "items": [["a"]] })).is_err());
+        assert!(read(json!([])).is_err());
     }
 }

@@ -6,19 +6,18 @@
 //! only the fields the person changed, and a value the form cannot carry faithfully is not
 //! offered for editing at all.
 
-use std::fmt::Write as _;
-
 use countersign_canon::Manifest;
 use countersign_gate::Draft;
+use maud::{Markup, html};
 
-use crate::pages::esc;
+use crate::markup::hidden_mark;
 
 /// One leaf's field in the edit form. A value holding characters a person cannot see is not
 /// offered for editing: in an input the browser would show them raw (a right-to-left override
 /// reorders what is read) and rewrite some (CR, NUL), so it is shown escaped with its flags
 /// instead. A value with line feeds gets a textarea, with the line feed HTML drops after the
 /// opening tag put back first, so a leading line feed survives.
-fn edit_field(pointer: &str, e: &countersign_canon::Entry<'_>) -> Option<String> {
+fn edit_field(pointer: &str, e: &countersign_canon::Entry<'_>) -> Option<Markup> {
     let value = match serde_json::from_str::<serde_json::Value>(e.value) {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
@@ -26,33 +25,27 @@ fn edit_field(pointer: &str, e: &countersign_canon::Entry<'_>) -> Option<String>
     };
     if e.flags.any() {
         let flags: Vec<&str> = e.flags.names().collect();
-        return Some(format!(
-            "<span class=\"fixed\"><code>{}</code> <span class=\"warn\">not editable here: it \
-             holds characters a person cannot see ({})</span></span>",
-            esc(&e.shown()),
-            esc(&flags.join(", "))
-        ));
+        return Some(html! {
+            span.fixed {
+                code { (e.shown()) } " "
+                span.warn {
+                    "not editable here: it holds characters a person cannot see ("
+                    (flags.join(", ")) ")"
+                }
+            }
+        });
     }
     Some(if e.kind == "string" && value.contains('\n') {
-        format!(
-            "<textarea data-pointer=\"{}\" data-type=\"string\">\n{}</textarea>",
-            esc(pointer),
-            esc(&value)
-        )
+        html! { textarea data-pointer=(pointer) data-type="string" { "\n" (value) } }
     } else {
-        format!(
-            "<input data-pointer=\"{}\" data-type=\"{}\" value=\"{}\">",
-            esc(pointer),
-            esc(e.kind),
-            esc(&value)
-        )
+        html! { input data-pointer=(pointer) data-type=(e.kind) value=(value); }
     })
 }
 
 /// The edit form: one field per string, number or boolean leaf of the arguments; the script
 /// sends back only the fields the person changed.
-pub(crate) fn edit_form(d: &Draft, m: &Manifest) -> String {
-    let mut fields = String::new();
+pub(crate) fn edit_form(d: &Draft, m: &Manifest) -> Markup {
+    let mut fields = Vec::new();
     m.for_each(|e| {
         let Some(pointer) = e.pointer.strip_prefix("/args") else {
             return;
@@ -63,23 +56,19 @@ pub(crate) fn edit_form(d: &Draft, m: &Manifest) -> String {
         let Some(field) = edit_field(pointer, e) else {
             return;
         };
-        let _ = write!(
-            fields,
-            "<label><span><code>{}</code>{}</span>{}</label>",
-            esc(e.shown_pointer),
-            if e.hidden {
-                " <span class=\"mark\">(hidden)</span>"
-            } else {
-                ""
-            },
-            field
-        );
+        fields.push(html! {
+            label { span { code { (e.shown_pointer) } (hidden_mark(e.hidden)) } (field) }
+        });
     });
-    format!(
-        "<form id=\"edit\" data-expected=\"{}\"><h3>Edit</h3><p>Your edit becomes a new \
-         revision, shown again before anyone signs it. Only the fields you change are sent; \
-         every other value stays byte for byte.</p>{fields}\
-         <button type=\"submit\" id=\"save\">Save as a new revision</button></form>",
-        esc(&d.revision.to_hex())
-    )
+    html! {
+        form id="edit" data-expected=(d.revision.to_hex()) {
+            h3 { "Edit" }
+            p {
+                "Your edit becomes a new revision, shown again before anyone signs it. Only the \
+                 fields you change are sent; every other value stays byte for byte."
+            }
+            @for f in fields { (f) }
+            button type="submit" id="save" { "Save as a new revision" }
+        }
+    }
 }

@@ -19,42 +19,82 @@
 //!   digest, and the gate checks that signature like any other signed approval — so an old page
 //!   approving a revised draft gets `STALE_REVISION`, and a statement used twice
 //!   `TOKEN_REPLAYED`.
-//! * **Same origin only.** See [`guard`]: a POST from another origin and any request carrying a
-//!   bearer token are refused with 403.
-//! * **Live list.** The list page polls `GET /review/pending.json` every three seconds rather
-//!   than holding a server push stream open: one short request, no connection held per open
-//!   tab, and nothing extra to shut down.
+//! * **Same origin only.** A POST from another origin and any request carrying a bearer token
+//!   are refused with 403 before any handler runs.
+//! * **Live list.** The list page fetches itself again every three seconds and swaps in its
+//!   rows, rather than holding a server push stream open: one short request, no connection held
+//!   per open tab, nothing extra to shut down, and each row rendered in one place, on the
+//!   server. `GET /review/pending.json` answers the same list as JSON for scripts.
+//! * **Escaping.** Pages are `maud` markup: every value is escaped where it is spliced in.
+//! * **Refusals.** Every handler answers `Result<Response, PageError>`; [`PageError`] holds the
+//!   one map from a refusal to its status and contract code.
+//!
+//! The page is a tower `Service` over `Request<B>`; mount it wherever `/review` is served:
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use countersign_gate::{Gate, MemoryStore, Policy};
+//! use countersign_review::Review;
+//! use http_body_util::Empty;
+//! use hyper::body::Bytes;
+//! use hyper::{Request, StatusCode};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let policy = Policy::from_toml("").expect("an empty policy");
+//! let gate = Arc::new(Gate::new(Arc::new(MemoryStore::new()), Arc::new(policy)));
+//! let review = Review::new(gate).loopback_only();
+//! let request = Request::get("/review/login")
+//!     .header("host", "localhost:8080")
+//!     .body(Empty::<Bytes>::new())
+//!     .expect("a request");
+//! let page = review.handle(request).await;
+//! assert_eq!(page.status(), StatusCode::OK);
+//! # });
+//! ```
 
+mod admit;
 mod api;
 #[cfg(test)]
 mod development_tests;
-pub mod enroll;
+mod enroll;
+mod error;
 mod form;
-mod guard;
 #[cfg(test)]
 mod link_tests;
+mod markup;
 mod pages;
 #[cfg(test)]
 mod refusal_tests;
+mod respond;
+mod routes;
 mod serve;
 mod session;
 mod throttle;
-pub mod tools;
+mod tool_definition;
 #[cfg(test)]
 mod weight_tests;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use countersign_gate::Gate;
 use http_body_util::{BodyExt, Limited};
 use hyper::{Method, Request, Response, StatusCode};
 
-pub use crate::guard::Body;
-pub use crate::serve::LoopbackServer;
+pub use crate::admit::{Refusal, check_loopback, is_loopback_host, parse_host};
+pub use crate::enroll::link::{LINK_TTL, Link, Links, Origin, mint};
+pub use crate::enroll::{Enrollment, approvers_line};
+pub use crate::error::{PageError, PageResult};
+pub use crate::respond::Body;
+use crate::routes::Mode;
+pub use crate::serve::{LoopbackServer, OVERLOADED};
 use crate::session::{Person, Sessions};
 pub use crate::throttle::Peer;
+pub use crate::tool_definition::ToolCatalog;
 
 /// Who approves on the development-only page ([`Review::development_mode`]).
 pub const DEVELOPER: &str = "developer";
@@ -66,8 +106,8 @@ pub const PREFIX: &str = "/review";
 /// The largest request body the page reads.
 const MAX_BODY: usize = 256 * 1024;
 
-pub(crate) const CSS: &str = include_str!("static/review.css");
-pub(crate) const JS: &str = include_str!("static/review.js");
+const CSS: &str = include_str!("static/review.css");
+const JS: &str = include_str!("static/review.js");
 
 /// The review page over one gate. Cheap to clone: clones share sessions.
 #[derive(Clone)]
@@ -75,16 +115,16 @@ pub struct Review {
     gate: Arc<Gate>,
     sessions: Arc<Sessions>,
     loopback_only: bool,
-    development: bool,
-    links: Option<Arc<enroll::link::Links>>,
-    tools: Option<Arc<dyn tools::ToolCatalog>>,
+    mode: Mode,
+    links: Option<Arc<Links>>,
+    tools: Option<Arc<dyn ToolCatalog>>,
 }
 
 impl std::fmt::Debug for Review {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Review")
             .field("loopback_only", &self.loopback_only)
-            .field("development", &self.development)
+            .field("mode", &self.mode)
             .field("enroll_links", &self.links.is_some())
             .field("tools", &self.tools.is_some())
             .finish_non_exhaustive()
@@ -109,7 +149,7 @@ impl Review {
             gate,
             sessions: Arc::new(Sessions::default()),
             loopback_only: false,
-            development: false,
+            mode: Mode::Passkeys,
             links: None,
             tools: None,
         }
@@ -117,23 +157,24 @@ impl Review {
 
     /// Shows each draft's tool definition from `catalog` (the MCP server's offered tools);
     /// without it the page shows the definition's digest only.
-    pub fn with_tools(mut self, catalog: Arc<dyn tools::ToolCatalog>) -> Self {
+    pub fn with_tools(mut self, catalog: Arc<dyn ToolCatalog>) -> Self {
         self.tools = Some(catalog);
         self
     }
 
     /// Opens one-time enrollment links (`countersign approvers enroll NAME --origin URL`) at
     /// `/review/enroll`; without this that path answers 404.
-    pub fn with_enroll_links(mut self, links: enroll::link::Links) -> Self {
+    pub fn with_enroll_links(mut self, links: Links) -> Self {
         self.links = Some(Arc::new(links));
         self
     }
 
     /// Development-only approvals, for trying the demo on one's own machine: the page says so
     /// in a loud banner, everyone is signed in as [`DEVELOPER`] without a passkey, and Approve
-    /// records an *unsigned* approval by `developer` (which a policy that requires signatures
-    /// refuses). Origin checks, the CSP and the bearer refusal stay on, and only loopback `Host`
-    /// names are answered; [`LoopbackServer::bind`] binds loopback addresses only.
+    /// records an *unsigned* approval by `developer` through the `review` channel (which a
+    /// policy that requires signatures refuses). Origin checks, the CSP and the bearer refusal
+    /// stay on, and only loopback `Host` names are answered; [`LoopbackServer::bind`] binds
+    /// loopback addresses only.
     ///
     /// # Errors
     /// `InvalidInput` when the gate has an approvers file: then people sign in with passkeys.
@@ -144,14 +185,14 @@ impl Review {
                 "development mode is for a gate without an approvers file",
             ));
         }
-        self.development = true;
+        self.mode = Mode::Development;
         self.loopback_only = true;
         Ok(self)
     }
 
     /// Whether this is the development-only page.
     pub fn is_development(&self) -> bool {
-        self.development
+        self.mode == Mode::Development
     }
 
     /// Answers only requests whose `Host` is a loopback name (a local page cannot then be
@@ -167,186 +208,65 @@ impl Review {
         B: http_body::Body<Data = Bytes>,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
+        self.answer(req)
+            .await
+            .unwrap_or_else(PageError::into_response)
+    }
+
+    async fn answer<B>(&self, req: Request<B>) -> PageResult
+    where
+        B: http_body::Body<Data = Bytes>,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         let (parts, body) = req.into_parts();
-        let origin = match guard::admit(&parts.method, &parts.headers, self.loopback_only) {
-            Ok(o) => o,
-            Err(r) => return guard::error(StatusCode::FORBIDDEN, "FORBIDDEN", r.message()),
-        };
-        let body = match Limited::new(body, MAX_BODY).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(_) => {
-                return guard::error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "INVALID_ARGUMENT",
-                    "the request body is too large or broken",
-                );
-            }
-        };
+        let origin = admit::admit(&parts.method, &parts.headers, self.loopback_only)?;
+        let body = Limited::new(body, MAX_BODY)
+            .collect()
+            .await
+            .map_err(|_| PageError::BodyTooLarge)?
+            .to_bytes();
         let call = Call {
             method: parts.method,
             path: parts.uri.path().to_owned(),
             query: parts.uri.query().unwrap_or("").to_owned(),
-            cookies: guard::session_cookies(&parts.headers, &origin),
+            cookies: admit::session_cookies(&parts.headers, &origin),
             origin,
             peer: parts.extensions.get::<Peer>().map(|p| p.0),
             body,
         };
-        self.route(call).await
-    }
-
-    async fn route(&self, call: Call) -> Response<Body> {
-        let Some(rest) = call.path.strip_prefix(PREFIX) else {
-            return not_found();
-        };
-        // `/review/s/KEY/…`: a session's own pages.
-        let (key, rest) = match rest.strip_prefix("/s/") {
-            Some(tail) => match tail.split_once('/') {
-                Some((key, more)) => (Some(key.to_owned()), format!("/{more}")),
-                None => (Some(tail.to_owned()), String::new()),
-            },
-            None => (None, rest.to_owned()),
-        };
-        let segments: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
-        let get = call.method == Method::GET || call.method == Method::HEAD;
-        let post = call.method == Method::POST;
-        // Reachable without a session: the sign-in and the static files.
-        match (key.is_some(), segments.as_slice(), get, post) {
-            (false, ["static", file], true, _) => {
-                return static_file(file).unwrap_or_else(not_found);
-            }
-            (false, ["login"], true, _) if self.development => return guard::redirect(PREFIX),
-            (false, ["login"], true, _) => return pages::login(),
-            (false, ["login", "challenge"], _, true) => return api::login_challenge(self, &call),
-            (false, ["login"], _, true) => return api::login(self, &call).await,
-            (false, ["enroll"], _, _) => {
-                return match (&self.links, get, post) {
-                    (Some(links), true, _) => links.page(&call.origin, &call.query),
-                    (Some(links), _, true) => {
-                        let listed = self.gate.approvers();
-                        links
-                            .register(&call.origin, &call.query, &call.body, listed)
-                            .await
-                    }
-                    (Some(_), _, _) => not_found(),
-                    (None, _, _) => guard::error(
-                        StatusCode::NOT_FOUND,
-                        "NOT_FOUND",
-                        "this server opens no enrollment links: it has no token keys",
-                    ),
-                };
-            }
-            _ => {}
-        }
-        let person = match (self.development, &key) {
-            (true, None) => Some(Person {
-                name: DEVELOPER.to_owned(),
-                base: PREFIX.to_owned(),
-            }),
-            (true, Some(_)) => None,
-            (false, Some(k)) => self.sessions.person(&call.cookies, &call.origin, k),
-            (false, None) => None,
-        };
-        let Some(person) = person else {
-            return if get {
-                sign_in_first(&rest, &call.query, key.is_some())
-            } else {
-                guard::error(StatusCode::UNAUTHORIZED, "UNAUTHENTICATED", "sign in first")
-            };
-        };
-        let form = match (post, api::parse(&call.body)) {
-            (true, Ok(o)) => Some(o),
-            (true, Err(m)) if segments.as_slice() != ["logout"] => return api::bad(&m),
-            _ => None,
-        };
-        match (segments.as_slice(), get, form.as_ref()) {
-            ([], true, _) => pages::list(self, &person).await,
-            (["pending.json"], true, _) => api::pending(self, &person).await,
-            (["logout"], _, _) if post => {
-                let mut r = guard::redirect("/review/login");
-                if let Some(k) = &key {
-                    self.sessions.close(&call.cookies, &call.origin, k);
-                    guard::add_cookie(&mut r, &guard::set_cookie("", k, &call.origin, 0));
-                }
-                r
-            }
-            (["draft", id], true, _) => pages::draft(self, &person, id).await,
-            (["batch"], true, _) => pages::batch(self, &person, &call.query).await,
-            (["batch", "approve"] | ["batch", "statement"] | ["draft", _, "statement"], _, _)
-                if self.development =>
-            {
-                not_found()
-            }
-            (["draft", id, "statement"], _, Some(o)) => {
-                api::statement(self, &person, Some(id), o).await
-            }
-            (["batch", "statement"], _, Some(o)) => api::statement(self, &person, None, o).await,
-            (["draft", id, "approve"], _, Some(o)) if self.development => {
-                api::approve_unsigned(self, &person, id, o).await
-            }
-            (["draft", id, "approve"], _, Some(o)) => {
-                api::approve(self, &person, Some(id), o).await
-            }
-            (["batch", "approve"], _, Some(o)) => api::approve(self, &person, None, o).await,
-            (["draft", id, "reject"], _, Some(o)) => api::reject(self, &person, id, o).await,
-            (["draft", id, "edit"], _, Some(o)) => api::edit(self, &person, id, o).await,
-            _ => not_found(),
-        }
+        routes::route(self, &call).await
     }
 }
 
-/// The sign-in page, told where the person was going (`rest` under `/review`) so that its
-/// script can continue there under the person's session path; `stale` when the path named a
-/// session that is over, so the script forgets it.
-fn sign_in_first(rest: &str, query: &str, stale: bool) -> Response<Body> {
-    let mut next = format!("{PREFIX}{rest}");
-    if !query.is_empty() {
-        next.push('?');
-        next.push_str(query);
-    }
-    let mut to = form_urlencoded::Serializer::new(String::new());
-    to.append_pair("next", &next);
-    if stale {
-        to.append_pair("again", "1");
-    }
-    guard::redirect(&format!("/review/login?{}", to.finish()))
-}
-
-/// The page as a hyper service, for a listener of one's own (see [`LoopbackServer`]).
-impl<B> hyper::service::Service<Request<B>> for Review
+/// The page as a tower service, to mount beside other routes or serve on a listener of one's
+/// own (see [`LoopbackServer`]). Always ready: every request is answered on its own.
+impl<B> tower_service::Service<Request<B>> for Review
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     type Response = Response<Body>;
     type Error = std::convert::Infallible;
-    type Future =
-        std::pin::Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Self::Error>> + Send>>;
 
-    fn call(&self, req: Request<B>) -> Self::Future {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
         let review = self.clone();
         Box::pin(async move { Ok(review.handle(req).await) })
     }
 }
 
 /// The page's one stylesheet or its one script, embedded in the binary.
-pub(crate) fn static_file(name: &str) -> Option<Response<Body>> {
-    match name {
-        "review.css" => Some(guard::respond(
-            StatusCode::OK,
-            "text/css; charset=utf-8",
-            CSS,
-        )),
-        "review.js" => Some(guard::respond(
-            StatusCode::OK,
-            "text/javascript; charset=utf-8",
-            JS,
-        )),
-        _ => None,
-    }
-}
-
-fn not_found() -> Response<Body> {
-    guard::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page")
+fn static_file(name: &str) -> Option<Response<Body>> {
+    let (kind, text) = match name {
+        "review.css" => ("text/css; charset=utf-8", CSS),
+        "review.js" => ("text/javascript; charset=utf-8", JS),
+        _ => return None,
+    };
+    Some(respond::respond(StatusCode::OK, kind, text))
 }
 
 /// The time, in the Unix seconds statements and links carry.
@@ -354,24 +274,9 @@ pub(crate) fn now_secs() -> i64 {
     countersign_replay::now_unix_ms() / 1000
 }
 
-/// The gate's refusal as an answer carrying its contract code.
-pub(crate) fn refusal(e: &countersign_gate::Error) -> Response<Body> {
-    use countersign_gate::ErrorCode;
-    let code = e.code();
-    let status = match code {
-        ErrorCode::NotFound => StatusCode::NOT_FOUND,
-        ErrorCode::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::ConfigInvalid => StatusCode::INTERNAL_SERVER_ERROR,
-        ErrorCode::InvalidArgument => StatusCode::BAD_REQUEST,
-        ErrorCode::ApproverNotAllowed | ErrorCode::SignatureInvalid => StatusCode::FORBIDDEN,
-        _ => StatusCode::CONFLICT,
-    };
-    guard::error(status, code.as_str(), &e.to_string())
-}
-
 /// Whether `person` reviews drafts of `tenant`.
 pub(crate) fn serves(review: &Review, person: &Person, tenant: Option<&str>) -> bool {
-    if review.development {
+    if review.is_development() {
         return person.name == DEVELOPER;
     }
     review

@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Empty, Full};
 use hyper::{Request, StatusCode};
 
 use crate::Review;
-use crate::guard::COOKIE;
+use crate::admit::COOKIE;
 use crate::session::Opened;
 
 const HOST: &str = "localhost:8080";

@@ -1,5 +1,9 @@
 //! The page on its own loopback listener (`countersign review --web`), one HTTP/1 connection
 //! per task. Only loopback addresses are bound, and only loopback `Host` names are answered.
+//!
+//! Overload is answered the way `countersign-mcp --http` answers it: a connection past the cap
+//! gets `503 Service Unavailable` with `Retry-After: 1` and is closed, so a browser or a script
+//! learns to come back instead of seeing a connection cut without a word.
 
 use std::future::Future;
 use std::io;
@@ -12,11 +16,17 @@ use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::Review;
+use crate::admit::check_loopback;
 
 /// How long a connection may take to send a request's head.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many connections are served at once.
 const MAX_CONNECTIONS: usize = 64;
+
+/// The answer to a connection refused at a cap, written before it is closed (the same bytes
+/// `countersign-mcp --http` writes).
+pub const OVERLOADED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\
+    connection: close\r\ncontent-length: 0\r\n\r\n";
 
 /// A bound loopback listener serving the page.
 #[derive(Debug)]
@@ -24,18 +34,6 @@ pub struct LoopbackServer {
     listener: TcpListener,
     addr: SocketAddr,
     review: Review,
-}
-
-/// Refuses anything but a loopback address.
-pub(crate) fn check_loopback(addr: SocketAddr) -> io::Result<()> {
-    if addr.ip().is_loopback() {
-        Ok(())
-    } else {
-        Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{addr} is not a loopback address; the review page serves loopback only"),
-        ))
-    }
 }
 
 impl LoopbackServer {
@@ -73,13 +71,18 @@ impl LoopbackServer {
         let LoopbackServer {
             listener, review, ..
         } = self;
-        serve(&listener, review, shutdown).await
+        serve(
+            &listener,
+            hyper_util::service::TowerToHyperService::new(review),
+            shutdown,
+        )
+        .await
     }
 }
 
 /// Serves `service` on `listener`, one HTTP/1 connection per task, until `stop` completes:
 /// every connection has [`HEADER_TIMEOUT`] to send its request head, and at most
-/// [`MAX_CONNECTIONS`] are served at once (more are closed at once); every request carries its
+/// [`MAX_CONNECTIONS`] are served at once (more are answered [`OVERLOADED`]); every request carries its
 /// peer's address as a [`crate::Peer`].
 ///
 /// # Errors
@@ -114,6 +117,8 @@ where
             },
         };
         let Ok(permit) = slots.clone().try_acquire_owned() else {
+            // Best effort: the socket buffer of a new connection has room for this.
+            let _ = stream.try_write(OVERLOADED);
             continue;
         };
         let service = service.clone();
@@ -139,13 +144,34 @@ where
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncReadExt as _;
+
     use super::*;
 
-    #[test]
-    fn only_loopback_addresses_are_bound() {
-        assert!(check_loopback(([127, 0, 0, 1], 0).into()).is_ok());
-        assert!(check_loopback("[::1]:0".parse().expect("addr")).is_ok());
-        assert!(check_loopback(([0, 0, 0, 0], 0).into()).is_err());
-        assert!(check_loopback(([192, 168, 1, 2], 80).into()).is_err());
+    #[tokio::test]
+    async fn a_connection_past_the_cap_is_told_to_come_back() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let held = hyper::service::service_fn(|_req: hyper::Request<hyper::body::Incoming>| async {
+            Ok::<_, std::convert::Infallible>(hyper::Response::new(crate::Body::default()))
+        });
+        let server = tokio::spawn(async move {
+            serve(&listener, held, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        let mut open = Vec::new();
+        for _ in 0..MAX_CONNECTIONS {
+            open.push(tokio::net::TcpStream::connect(addr).await.expect("connect"));
+        }
+        let mut late = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), late.read_to_end(&mut answer));
+        read.await.expect("answered in time").expect("read");
+        assert!(answer.starts_with(b"HTTP/1.1 503"), "{answer:?}");
+        let _ = stop.send(());
+        server.await.expect("join").expect("served");
     }
 }

@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper::{Request, StatusCode};
 
 use crate::Review;
-use crate::guard::COOKIE;
+use crate::admit::COOKIE;
 
 /// The most the draft page and its assets may weigh together, in bytes.
 const BUDGET: usize = 50 * 1000;
@@ -59,7 +59,7 @@ async fn fetch(review: &Review, path: &str, cookie: &str) -> (usize, usize) {
 /// A tool whose definition holds 500 properties, each described with quotes and brackets.
 struct Huge;
 
-impl crate::tools::ToolCatalog for Huge {
+impl crate::ToolCatalog for Huge {
     fn offered(&self, _: &str) -> Option<(serde_json::Value, countersign_canon::Digest)> {
         let properties: serde_json::Map<String, serde_json::Value> = (0..500)
             .map(|i| {

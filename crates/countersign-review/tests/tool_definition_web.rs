@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use countersign_canon::{Digest, Domain, Principal, digest};
 use countersign_gate::{Gate, MemoryStore, Policy, Proposal};
-use countersign_review::tools::ToolCatalog;
+use countersign_review::ToolCatalog;
 use countersign_review::{LoopbackServer, Review};
 use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
 

@@ -25,10 +25,12 @@ use countersign_gate::approval::Approvers;
 use countersign_replay::Ledger;
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier, danger};
 use hyper::{Response, StatusCode};
+use maud::html;
 
 use super::{Ceremony, Registration, approvers_line, check_name};
-use crate::guard::{self, Body};
-use crate::pages::{esc, shell};
+use crate::error::{PageError, PageResult};
+use crate::markup::{Data, layout};
+use crate::respond::{Body, json, respond};
 
 /// How long a link can be opened.
 pub const LINK_TTL: Duration = Duration::from_secs(15 * 60);
@@ -75,15 +77,19 @@ impl Origin {
         {
             return Err(bad("it is scheme://host[:port], with no other path"));
         }
-        let host = authority.to_ascii_lowercase();
-        let (name, port) = match host.rsplit_once(':') {
-            Some((name, port)) if !name.ends_with(':') && !port.contains(']') => {
-                let port: u16 = port.parse().map_err(|_| bad("the port is not a number"))?;
-                (name.to_owned(), Some(port))
-            }
-            _ => (host.clone(), None),
-        };
-        let loopback = guard::is_loopback_host(&host);
+        let not_host = || bad("its host is not a name or an address");
+        let (name, port) = crate::admit::parse_host(authority).ok_or_else(not_host)?;
+        let port_text = authority.rsplit_once(']').map_or(authority, |(_, p)| p);
+        if port_text.contains(':') && port.is_none() {
+            return Err(bad("the port is not a number"));
+        }
+        // A colon or bracket belongs only to a bracketed IPv6 address.
+        let ipv6 = name.parse::<std::net::Ipv6Addr>().is_ok();
+        if ipv6 != authority.starts_with('[') || (!ipv6 && name.contains(':')) {
+            return Err(not_host());
+        }
+        let name = if ipv6 { format!("[{name}]") } else { name };
+        let loopback = crate::admit::is_loopback_host(authority);
         let default_port = match scheme {
             "https" if !loopback => 443,
             "http" if loopback => 80,
@@ -94,15 +100,6 @@ impl Origin {
             }
             _ => return Err(bad("it needs https:// (or http:// on localhost)")),
         };
-        // A colon or bracket belongs only to a bracketed IPv6 address.
-        let plain = !name.is_empty() && !name.bytes().any(|b| b":[]".contains(&b));
-        let bracketed = name
-            .strip_prefix('[')
-            .and_then(|n| n.strip_suffix(']'))
-            .is_some_and(|n| n.parse::<std::net::Ipv6Addr>().is_ok());
-        if !plain && !bracketed {
-            return Err(bad("its host is not a name or an address"));
-        }
         Ok(Origin(match port {
             Some(p) if p != default_port => format!("{scheme}://{name}:{p}"),
             _ => format!("{scheme}://{name}"),
@@ -179,11 +176,12 @@ impl Links {
         })
     }
 
-    /// `GET /review/enroll?name=…&t=…` on `origin`: the ceremony, when the link is good here.
+    /// `GET /review/enroll?name=…&t=…` on `origin`: the ceremony, when the link is good here;
+    /// a page saying why not otherwise.
     pub(crate) fn page(&self, origin: &str, query: &str) -> Response<Body> {
         let opened = match self.open(origin, query) {
             Ok(o) => o,
-            Err(refused) => return refused.page(),
+            Err(refused) => return refused_page(&refused),
         };
         let ceremony = Ceremony {
             name: &opened.name,
@@ -202,43 +200,31 @@ impl Links {
         query: &str,
         body: &[u8],
         listed: Option<&Approvers>,
-    ) -> Response<Body> {
-        let opened = match self.open(origin, query) {
-            Ok(o) => o,
-            Err(refused) => return refused.json(),
-        };
-        let registration = match Registration::read(body) {
-            Ok(r) => r,
-            Err(message) => return crate::api::bad(&message),
-        };
-        let passkey = match registration.verify(&challenge(&opened.token), origin, listed) {
-            Ok(p) => p,
-            Err(e) => {
-                return guard::error(StatusCode::BAD_REQUEST, e.code().as_str(), &e.to_string());
-            }
-        };
+    ) -> PageResult {
+        let opened = self.open(origin, query)?;
+        let registration = Registration::read(body)?;
+        let passkey = registration.verify(&challenge(&opened.token), origin, listed)?;
         let args = bound(&opened.name, origin);
-        let spent = self
-            .verifier
+        self.verifier
             .verify(
                 &opened.token,
                 &binding(&args, &Principal::default()),
                 crate::now_secs(),
                 &self.ledger,
             )
-            .await;
-        if let Err(e) = spent {
-            return Refused::token(&e).json();
-        }
+            .await
+            .map_err(PageError::Link)?;
         tracing::info!(approver = %opened.name, %origin, "a passkey was made with an enrollment link");
-        guard::json(
+        Ok(json(
             StatusCode::OK,
             &serde_json::json!({ "line": approvers_line(&passkey) }),
-        )
+        ))
     }
 
     /// Reads the link's query and checks its token for this origin without spending it.
-    fn open(&self, origin: &str, query: &str) -> Result<Opened, Refused> {
+    fn open(&self, origin: &str, query: &str) -> Result<Opened, PageError> {
+        let malformed =
+            || PageError::Invalid("an enrollment link carries one name and one t".into());
         let mut name = None;
         let mut token = None;
         for (key, value) in form_urlencoded::parse(query.as_bytes()) {
@@ -248,11 +234,11 @@ impl Links {
                 _ => continue,
             };
             if slot.replace(value.into_owned()).is_some() {
-                return Err(Refused::malformed());
+                return Err(malformed());
             }
         }
         let (Some(name), Some(token)) = (name, token) else {
-            return Err(Refused::malformed());
+            return Err(malformed());
         };
         let args = bound(&name, origin);
         danger::verify_without_consuming(
@@ -262,7 +248,7 @@ impl Links {
             crate::now_secs(),
             Some(self.ledger.id().as_str()),
         )
-        .map_err(|e| Refused::token(&e))?;
+        .map_err(PageError::Link)?;
         Ok(Opened { name, token })
     }
 }
@@ -273,67 +259,26 @@ struct Opened {
     token: String,
 }
 
-/// Why a link cannot be used, with its contract code.
-struct Refused {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl Refused {
-    fn malformed() -> Refused {
-        Refused {
-            status: StatusCode::BAD_REQUEST,
-            code: "INVALID_ARGUMENT",
-            message: "an enrollment link carries one name and one t".into(),
+/// The page of a link that cannot be used: its code, why, and how to get a new one.
+fn refused_page(refused: &PageError) -> Response<Body> {
+    let (status, code) = refused.status_and_code();
+    let main = html! {
+        h1 { "This link cannot be used" }
+        p { code { (code.unwrap_or_default()) } ": " (refused.to_string()) "." }
+        p {
+            "Ask for a new one: "
+            code { "countersign approvers enroll NAME --origin ORIGIN" } "."
         }
-    }
-
-    fn token(e: &countersign_token::Error) -> Refused {
-        use countersign_token::Error;
-        let (status, message) = match e {
-            Error::Replayed => (StatusCode::GONE, "this link was used already".to_owned()),
-            Error::Expired | Error::IssuedInFuture => (
-                StatusCode::GONE,
-                "this link has expired: links last 15 minutes".to_owned(),
-            ),
-            Error::BindingMismatch(_) => (
-                StatusCode::FORBIDDEN,
-                "this link was made for another name, origin or replay ledger".to_owned(),
-            ),
-            Error::StoreUnavailable(_) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the replay ledger cannot be reached; try again".to_owned(),
-            ),
-            other => (
-                StatusCode::FORBIDDEN,
-                format!("this link was not made with this server's keys: {other}"),
-            ),
-        };
-        Refused {
-            status,
-            code: e.code().as_str(),
-            message,
-        }
-    }
-
-    fn json(&self) -> Response<Body> {
-        guard::error(self.status, self.code, &self.message)
-    }
-
-    fn page(&self) -> Response<Body> {
-        let main = format!(
-            "<h1>This link cannot be used</h1><p><code>{}</code>: {}.</p>\
-             <p>Ask for a new one: <code>countersign approvers enroll NAME --origin ORIGIN</code>.</p>",
-            self.code,
-            esc(&self.message)
-        );
-        guard::respond(
-            self.status,
-            "text/html; charset=utf-8",
-            shell("Enroll — countersign", "enroll-refused", "", None, &main),
-        )
-    }
+    };
+    let page = layout(
+        "Enroll — countersign",
+        "enroll-refused",
+        &Data::default(),
+        None,
+        false,
+        main,
+    );
+    respond(status, "text/html; charset=utf-8", page.into_string())
 }
 
 fn config() -> Result<TokenConfig, countersign_token::Error> {

@@ -16,9 +16,8 @@
 //! (`fmt: none` needs no proof of the key) can carry anyone's public credential, and a second
 //! name for one passkey would let its holder sign in as whichever name comes first.
 
-pub mod link;
+pub(crate) mod link;
 
-use std::convert::Infallible;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -30,14 +29,17 @@ use bytes::Bytes;
 use countersign_gate::approval::webauthn;
 use countersign_gate::approval::{Approvers, Passkey};
 use http_body_util::{BodyExt, Limited};
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
+use maud::html;
+use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::guard::{self, Body};
-use crate::pages::{esc, shell};
-use crate::serve::{check_loopback, serve};
+use crate::admit::{Refusal, admit, check_loopback};
+use crate::error::{PageError, PageResult, not_found};
+use crate::markup::{Data, layout};
+use crate::respond::{Body, json, respond};
+use crate::serve::serve;
 
 /// How long the page's last answer is given to reach the browser.
 const ANSWER_GRACE: Duration = Duration::from_millis(300);
@@ -111,9 +113,12 @@ impl Enrollment {
         }
         let state = self.state.clone();
         let listed = self.listed.clone();
-        let service = service_fn(move |req| {
+        let service = hyper::service::service_fn(move |req| {
             let (state, listed) = (state.clone(), listed.clone());
-            async move { Ok::<_, Infallible>(answer(&state, listed.as_deref(), req).await) }
+            async move {
+                let answered = answer(&state, listed.as_deref(), req).await;
+                Ok::<_, std::convert::Infallible>(answered.unwrap_or_else(PageError::into_response))
+            }
         });
         let mut made = None;
         let stop = async {
@@ -143,37 +148,31 @@ pub fn approvers_line(passkey: &Passkey) -> String {
     )
 }
 
-async fn answer<B>(state: &State, listed: Option<&Approvers>, req: Request<B>) -> Response<Body>
+async fn answer<B>(state: &State, listed: Option<&Approvers>, req: Request<B>) -> PageResult
 where
     B: http_body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let (parts, body) = req.into_parts();
-    let origin = match guard::admit(&parts.method, &parts.headers, true) {
-        Ok(o) if o == state.origin => o,
-        Ok(_) => {
-            return guard::error(
-                StatusCode::FORBIDDEN,
-                "FORBIDDEN",
-                "open the page at the address printed by the command",
-            );
-        }
-        Err(r) => return guard::error(StatusCode::FORBIDDEN, "FORBIDDEN", r.message()),
-    };
+    let origin = admit(&parts.method, &parts.headers, true)?;
+    if origin != state.origin {
+        return Err(Refusal::OtherAddress.into());
+    }
     let path = parts.uri.path();
     let file = path
         .strip_prefix("/review/static/")
         .and_then(crate::static_file);
     match (&parts.method, path, file) {
-        (&Method::GET, _, Some(file)) => file,
-        (&Method::GET, p, _) if p == state.path => page(state),
+        (&Method::GET, _, Some(file)) => Ok(file),
+        (&Method::GET, p, _) if p == state.path => Ok(page(state)),
         (&Method::POST, p, _) if p == state.path => {
-            let Ok(body) = Limited::new(body, 64 * 1024).collect().await else {
-                return guard::error(StatusCode::BAD_REQUEST, "INVALID_ARGUMENT", "bad body");
-            };
+            let body = Limited::new(body, 64 * 1024)
+                .collect()
+                .await
+                .map_err(|_| PageError::BodyTooLarge)?;
             register(state, listed, &origin, &body.to_bytes())
         }
-        _ => guard::error(StatusCode::NOT_FOUND, "NOT_FOUND", "no such page"),
+        _ => Err(not_found()),
     }
 }
 
@@ -187,31 +186,21 @@ fn page(state: &State) -> Response<Body> {
     ceremony.page("Nothing is written to the approvers file: the command prints the line to add.")
 }
 
-fn register(
-    state: &State,
-    listed: Option<&Approvers>,
-    origin: &str,
-    body: &[u8],
-) -> Response<Body> {
-    let registration = match Registration::read(body) {
-        Ok(r) => r,
-        Err(message) => return crate::api::bad(&message),
-    };
-    let Ok(mut slot) = state.done.lock() else {
-        return guard::error(StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL", "try again");
-    };
+fn register(state: &State, listed: Option<&Approvers>, origin: &str, body: &[u8]) -> PageResult {
+    let registration = Registration::read(body)?;
+    // A panic while holding the lock leaves the slot whole: keep going.
+    let mut slot = state
+        .done
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let Some(done) = slot.as_ref() else {
-        return guard::error(StatusCode::GONE, "NOT_FOUND", "this page was used already");
+        return Err(PageError::Used);
     };
-    match registration.verify(&state.challenge, origin, listed) {
-        Ok(passkey) => {
-            let line = approvers_line(&passkey);
-            let _ = done.try_send(passkey);
-            *slot = None;
-            guard::json(StatusCode::OK, &serde_json::json!({ "line": line }))
-        }
-        Err(e) => guard::error(StatusCode::BAD_REQUEST, e.code().as_str(), &e.to_string()),
-    }
+    let passkey = registration.verify(&state.challenge, origin, listed)?;
+    let line = approvers_line(&passkey);
+    let _ = done.try_send(passkey);
+    *slot = None;
+    Ok(json(StatusCode::OK, &serde_json::json!({ "line": line })))
 }
 
 /// Refuses a name the approvers file could not hold on one line.
@@ -236,26 +225,32 @@ pub(crate) struct Ceremony<'a> {
 impl Ceremony<'_> {
     /// The enrollment page; `after` says where the approvers-file line will appear.
     pub(crate) fn page(&self, after: &str) -> Response<Body> {
-        let data = format!(
-            " data-challenge=\"{}\" data-user=\"{}\" data-name=\"{}\"",
-            URL_SAFE_NO_PAD.encode(self.challenge),
-            URL_SAFE_NO_PAD.encode(self.user_id),
-            esc(self.name),
-        );
-        let main = format!(
-            "<h1>Make a passkey for {}</h1><p>The passkey works on <code>{}</code> only. {}</p>\
-             <button type=\"button\" id=\"enroll\">Make a passkey</button>\
-             <pre id=\"line\" hidden></pre>",
-            esc(self.name),
-            esc(self.origin),
-            esc(after)
-        );
-        guard::respond(
-            StatusCode::OK,
-            "text/html; charset=utf-8",
-            shell("Enroll — countersign", "enroll", &data, None, &main),
-        )
+        let data = Data {
+            draft: None,
+            ceremony: Some((
+                URL_SAFE_NO_PAD.encode(self.challenge),
+                URL_SAFE_NO_PAD.encode(self.user_id),
+                self.name,
+            )),
+        };
+        let main = html! {
+            h1 { "Make a passkey for " (self.name) }
+            p { "The passkey works on " code { (self.origin) } " only. " (after) }
+            button type="button" id="enroll" { "Make a passkey" }
+            pre id="line" hidden {}
+        };
+        let page = layout("Enroll — countersign", "enroll", &data, None, false, main);
+        respond(StatusCode::OK, "text/html; charset=utf-8", page.into_string())
     }
+}
+
+/// The page's form: the two parts of a registration, base64url.
+#[derive(Deserialize)]
+struct RegistrationForm {
+    #[serde(rename = "clientDataJSON")]
+    client_data: String,
+    #[serde(rename = "attestationObject")]
+    attestation: String,
 }
 
 /// The two parts of a registration the page posts.
@@ -265,12 +260,12 @@ pub(crate) struct Registration {
 }
 
 impl Registration {
-    /// Reads the page's JSON; the error is the message of a 400 answer.
-    pub(crate) fn read(body: &[u8]) -> Result<Registration, crate::api::Invalid> {
-        let form = crate::api::parse(body)?;
+    /// Reads the page's JSON.
+    pub(crate) fn read(body: &[u8]) -> Result<Registration, PageError> {
+        let form: RegistrationForm = crate::api::form(body)?;
         Ok(Registration {
-            client_data: crate::api::b64(&form, "clientDataJSON")?,
-            attestation: crate::api::b64(&form, "attestationObject")?,
+            client_data: crate::api::b64(&form.client_data, "clientDataJSON")?,
+            attestation: crate::api::b64(&form.attestation, "attestationObject")?,
         })
     }
 

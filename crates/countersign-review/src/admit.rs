@@ -1,39 +1,67 @@
-//! What every request to the review page passes before any handler sees it, and the headers
-//! every answer carries.
+//! What every request to the review page passes before any handler sees it, and the one
+//! reading of `Host` and `Origin` names that both HTTP fronts share (this page's own listener
+//! and `countersign-mcp --http`).
 //!
 //! The page moves a person's approval, so it answers only its own origin: a POST must carry an
 //! `Origin` equal to the page's origin (and `Sec-Fetch-Site: same-origin` when the browser
 //! sends it), the session cookie is `SameSite=Strict`, and a request with an
 //! `Authorization: Bearer` header — an MCP client's credential — is refused outright: holding
-//! the agent's token must never be a way to the approver's page. Answers forbid framing, inline
-//! code and every third-party source.
+//! the agent's token must never be a way to the approver's page.
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{self, HeaderMap, HeaderValue};
-use hyper::{Method, Response, StatusCode};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
 
-/// The body of every answer.
-pub type Body = Full<Bytes>;
-
-/// The page's Content-Security-Policy: its own script and style files, nothing inline, nothing
-/// from elsewhere, no framing.
-pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+use hyper::header::{self, HeaderMap};
+use hyper::Method;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "countersign_review";
 
-/// Whether `host` (a `Host` header: name or address, optional port) is a loopback name.
-pub(crate) fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+/// `host[:port]` (a `Host` header, an origin's authority, a configured name) as a lower-case
+/// host without brackets and its port; `None` for anything else.
+pub fn parse_host(text: &str) -> Option<(String, Option<u16>)> {
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let authority = text.parse::<hyper::http::uri::Authority>().ok();
+    let (host, port) = match &authority {
+        Some(a) => (a.host(), a.port_u16()),
+        // A bare IPv6 address is not an authority without its brackets.
+        None => (text, None),
     };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+    if authority.is_none() && text.parse::<IpAddr>().is_err() {
+        return None;
+    }
+    // An authority with user information names another host than it seems to.
+    if authority.as_ref().is_some_and(|a| a.as_str().contains('@')) {
+        return None;
+    }
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// Whether `host` (a `Host` header: name or address, optional port) is a loopback name.
+pub fn is_loopback_host(host: &str) -> bool {
+    parse_host(host).is_some_and(|(name, _)| {
+        name == "localhost" || name.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    })
+}
+
+/// Refuses anything but a loopback address: the listeners that serve one person on their own
+/// machine bind nothing else.
+///
+/// # Errors
+/// `InvalidInput` naming the address.
+pub fn check_loopback(addr: SocketAddr) -> io::Result<()> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{addr} is not a loopback address; this page serves loopback only"),
+        ))
+    }
 }
 
 /// The request's `Host`, when it is one plain header of visible ASCII.
@@ -60,13 +88,16 @@ pub(crate) fn origin_of(host: &str) -> String {
 
 /// Why a request was refused before reaching a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refusal {
+#[non_exhaustive]
+pub enum Refusal {
     /// An `Authorization: Bearer` header.
     Bearer,
     /// No usable `Host`, or one this listener does not serve.
     Host,
     /// A POST from another origin, or without one.
     CrossOrigin,
+    /// A one-time page opened at another address than the one printed for it.
+    OtherAddress,
 }
 
 impl Refusal {
@@ -75,6 +106,7 @@ impl Refusal {
             Refusal::Bearer => "bearer tokens give no access to the review page",
             Refusal::Host => "this host is not served here",
             Refusal::CrossOrigin => "the review page accepts only its own origin's requests",
+            Refusal::OtherAddress => "open the page at the address printed by the command",
         }
     }
 }
@@ -149,103 +181,10 @@ pub(crate) fn session_cookies(headers: &HeaderMap, origin: &str) -> Vec<String> 
     found
 }
 
-/// The `Set-Cookie` value opening the session `id` whose pages live under path key `key`:
-/// sent back only to that path, so no other port of the host ever receives it.
-pub(crate) fn set_cookie(id: &str, key: &str, origin: &str, max_age: u64) -> String {
-    let secure = if origin.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    };
-    format!(
-        "{}={id}; HttpOnly; SameSite=Strict; Path={}{key}; Max-Age={max_age}{secure}",
-        cookie_name(origin),
-        crate::session::SESSION_PATH,
-    )
-}
-
-/// Adds a `Set-Cookie` header to `r`.
-pub(crate) fn add_cookie(r: &mut Response<Body>, cookie: &str) {
-    if let Ok(v) = HeaderValue::from_str(cookie) {
-        r.headers_mut().append(header::SET_COOKIE, v);
-    }
-}
-
-/// An answer with the page's security headers.
-pub(crate) fn respond(
-    status: StatusCode,
-    kind: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Body> {
-    let mut r = Response::new(Full::new(body.into()));
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CSP),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        "cross-origin-opener-policy",
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(
-        "cross-origin-resource-policy",
-        HeaderValue::from_static("same-origin"),
-    );
-    r
-}
-
-/// A JSON answer.
-pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Body> {
-    respond(status, "application/json", value.to_string())
-}
-
-/// A JSON error answer: `{"error":{"code":…,"message":…}}`.
-pub(crate) fn error(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    json(
-        status,
-        &serde_json::json!({ "error": { "code": code, "message": message } }),
-    )
-}
-
-/// `RATE_LIMITED` (429) with `Retry-After`: asked too often; `retry_after` says when to ask
-/// again, as the MCP server's own refusal does.
-pub(crate) fn rate_limited(busy: crate::throttle::Busy) -> Response<Body> {
-    let mut r = json(
-        StatusCode::TOO_MANY_REQUESTS,
-        &serde_json::json!({ "error": {
-            "code": "RATE_LIMITED",
-            "message": "too many sign-in challenges asked for; try again later",
-            "retry_after": busy.retry_after,
-        }}),
-    );
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(busy.retry_after));
-    r
-}
-
-/// A redirect to a path of the page.
-pub(crate) fn redirect(to: &str) -> Response<Body> {
-    let mut r = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
-    if let Ok(v) = HeaderValue::from_str(to) {
-        r.headers_mut().insert(header::LOCATION, v);
-    }
-    r
-}
-
 #[cfg(test)]
 mod tests {
+    use hyper::header::HeaderValue;
+
     use super::*;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
@@ -254,6 +193,28 @@ mod tests {
             h.append(*k, HeaderValue::from_str(v).expect("header"));
         }
         h
+    }
+
+    #[test]
+    fn hosts_parse_with_and_without_ports() {
+        assert_eq!(
+            parse_host("LocalHost:8080"),
+            Some(("localhost".into(), Some(8080)))
+        );
+        assert_eq!(parse_host("[::1]:9"), Some(("::1".into(), Some(9))));
+        assert_eq!(parse_host("::1"), Some(("::1".into(), None)));
+        assert_eq!(parse_host("127.0.0.1"), Some(("127.0.0.1".into(), None)));
+        assert_eq!(parse_host(""), None);
+        assert_eq!(parse_host("a b"), None);
+        assert_eq!(parse_host("localhost@evil.test"), None);
+    }
+
+    #[test]
+    fn only_loopback_addresses_are_bound() {
+        assert!(check_loopback(([127, 0, 0, 1], 0).into()).is_ok());
+        assert!(check_loopback("[::1]:0".parse().expect("addr")).is_ok());
+        assert!(check_loopback(([0, 0, 0, 0], 0).into()).is_err());
+        assert!(check_loopback(([192, 168, 1, 2], 80).into()).is_err());
     }
 
     #[test]
@@ -322,10 +283,5 @@ mod tests {
         assert!(session_cookies(&twice, "https://a").is_empty());
         let secure = headers(&[("cookie", "__Secure-countersign_review=3")]);
         assert_eq!(session_cookies(&secure, "https://a"), vec!["3"]);
-        let set = set_cookie("x", "k", "https://a", 1);
-        assert!(set.starts_with("__Secure-countersign_review=x;"), "{set}");
-        assert!(set.contains("; Path=/review/s/k;"), "{set}");
-        assert!(set.ends_with("; Secure"), "{set}");
-        assert!(!set_cookie("x", "k", "http://localhost:1", 1).contains("Secure"));
     }
 }

@@ -10,14 +10,11 @@
 //! shown the manifest's way: every character a person cannot see escaped as `\u{…}`, and the
 //! definition flagged when it holds one.
 
-use std::fmt::Write as _;
-
 use countersign_canon::Digest;
 use countersign_gate::Draft;
+use maud::{Markup, html};
 
-use crate::pages::esc;
-
-/// Beyond this many bytes on the page a definition is shown cut (its digest still covers all of
+/// Beyond this many bytes of text a definition is shown cut (its digest still covers all of
 /// it), so the draft page keeps its weight budget whatever a tool declares.
 const SHOWN_BYTES: usize = 8 * 1024;
 
@@ -28,17 +25,13 @@ pub trait ToolCatalog: Send + Sync {
     fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)>;
 }
 
-/// At most `max` bytes of escaped HTML, never ending inside a character or an entity.
-fn cut(escaped: &str, max: usize) -> &str {
-    let mut end = max.min(escaped.len());
-    while !escaped.is_char_boundary(end) {
+/// At most `max` bytes of `text`, never ending inside a character.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let head = &escaped[..end];
-    match head.rfind('&') {
-        Some(amp) if !head[amp..].contains(';') => &head[..amp],
-        _ => head,
-    }
+    &text[..end]
 }
 
 /// `text` line by line as the manifest shows a value: flagged characters escaped, its line
@@ -58,59 +51,53 @@ fn shown_lines(text: &str) -> (String, countersign_canon::Flags) {
 }
 
 /// The "Tool definition" part of a draft's section.
-pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
+pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> Markup {
     let Ok(bound) = countersign_gate::recorded_tool(d) else {
-        return String::new();
+        return html! {};
     };
-    let mut out = format!(
-        "<h3>Tool definition</h3><p>bound to <code class=\"tool-digest\">{}</code></p>",
-        esc(&bound.to_hex())
-    );
-    match catalog.and_then(|c| c.offered(&d.action)) {
-        Some((definition, digest)) => {
-            if digest == bound {
-                out.push_str(
-                    "<p>The definition this server offers now, the one the agent proposed \
-                     against:</p>",
-                );
-            } else {
-                let _ = write!(
-                    out,
-                    "<p class=\"warn\">The tool now offers another definition (<code>{}</code>): \
-                     this draft was proposed against an older one and will not run \
-                     (<code>STALE_REVISION</code>). The definition offered now:</p>",
-                    esc(&digest.to_hex())
-                );
-            }
-            let text = serde_json::to_string_pretty(&definition).unwrap_or_default();
-            let (shown, flags) = shown_lines(&text);
-            if flags.any() {
-                let names: Vec<&str> = flags.names().collect();
-                let _ = write!(
-                    out,
-                    "<p class=\"warn\">The definition holds characters a person cannot see \
-                     ({}); they are shown escaped.</p>",
-                    esc(&names.join(", "))
-                );
-            }
-            let escaped = esc(&shown);
-            let shown = cut(&escaped, SHOWN_BYTES);
-            let _ = write!(out, "<pre class=\"tool\">{shown}");
-            if shown.len() < escaped.len() {
-                let _ = write!(
-                    out,
-                    "\n… cut here: the definition is {} bytes long",
-                    text.len()
-                );
-            }
-            out.push_str("</pre>");
+    let offered = catalog.and_then(|c| c.offered(&d.action));
+    html! {
+        h3 { "Tool definition" }
+        p { "bound to " code.tool-digest { (bound.to_hex()) } }
+        @match offered {
+            Some((definition, digest)) => (definition_shown(&definition, digest, bound)),
+            None => p {
+                "The definition is held by the MCP server that offers the tool; this page knows \
+                 its digest only."
+            },
         }
-        None => out.push_str(
-            "<p>The definition is held by the MCP server that offers the tool; this page knows \
-             its digest only.</p>",
-        ),
     }
-    out
+}
+
+/// A definition offered now, checked against the digest the draft is bound to.
+fn definition_shown(definition: &serde_json::Value, digest: Digest, bound: Digest) -> Markup {
+    let text = serde_json::to_string_pretty(definition).unwrap_or_default();
+    let (shown, flags) = shown_lines(&text);
+    let names: Vec<&str> = flags.names().collect();
+    let head = cut(&shown, SHOWN_BYTES);
+    html! {
+        @if digest == bound {
+            p { "The definition this server offers now, the one the agent proposed against:" }
+        } @else {
+            p.warn {
+                "The tool now offers another definition (" code { (digest.to_hex()) } "): this \
+                 draft was proposed against an older one and will not run ("
+                code { "STALE_REVISION" } "). The definition offered now:"
+            }
+        }
+        @if flags.any() {
+            p.warn {
+                "The definition holds characters a person cannot see (" (names.join(", "))
+                "); they are shown escaped."
+            }
+        }
+        pre.tool {
+            (head)
+            @if head.len() < shown.len() {
+                "\n… cut here: the definition is " (text.len()) " bytes long"
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -159,7 +146,7 @@ mod tests {
         let d = draft(bound).await;
 
         let same = One(definition.clone(), bound);
-        let html = section(Some(&same), &d);
+        let html = section(Some(&same), &d).into_string();
         assert!(html.contains(&bound.to_hex()), "{html}");
         assert!(
             html.contains("the one the agent proposed against"),
@@ -172,19 +159,18 @@ mod tests {
         assert!(!html.contains("class=\"warn\""), "{html}");
 
         let changed = One(definition, digest(Domain::Tool, b"another definition"));
-        let html = section(Some(&changed), &d);
+        let html = section(Some(&changed), &d).into_string();
         assert!(html.contains("class=\"warn\""), "{html}");
         assert!(html.contains("STALE_REVISION"), "{html}");
 
-        let html = section(None, &d);
+        let html = section(None, &d).into_string();
         assert!(html.contains(&bound.to_hex()), "{html}");
         assert!(html.contains("digest only"), "{html}");
     }
 
     #[test]
-    fn a_cut_never_splits_a_character_or_an_entity() {
-        assert_eq!(cut("ab&quot;cd", 4), "ab");
-        assert_eq!(cut("ab&quot;cd", 8), "ab&quot;");
+    fn a_cut_never_splits_a_character() {
+        assert_eq!(cut("ab\"cd", 4), "ab\"c");
         assert_eq!(cut("aé", 2), "a");
         assert_eq!(cut("short", 100), "short");
     }
