@@ -92,7 +92,7 @@ impl ToolDigests {
 
 /// A review page served by this server shows the definitions it offers.
 #[cfg(feature = "http")]
-impl countersign_review::tools::ToolCatalog for ToolDigests {
+impl countersign_review::ToolCatalog for ToolDigests {
     fn offered(&self, name: &str) -> Option<(serde_json::Value, Digest)> {
         let (tool, digest) = self.seen.lock().ok()?.get(name).cloned()?;
         Some((definition(&tool).ok()?, digest))

@@ -116,4 +116,14 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
     assert!(matches!(now.state, State::Approved(_)), "{:?}", now.state);
     let approvals = now.state.approvals();
     assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0].channel(), countersign_gate::Channel::Review);
+    // The audit says where the unsigned approval came from: the page, not the command line.
+    let records = gate.store().audit().await.expect("audit");
+    let approve: Vec<serde_json::Value> = records
+        .iter()
+        .filter_map(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
+        .filter(|v| v["event"] == "approve")
+        .collect();
+    assert_eq!(approve.len(), 1, "{approve:?}");
+    assert_eq!(approve[0]["channel"], "review", "{approve:?}");
 }

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gate::approval::Approvers;
-use countersign_review::enroll::link::{self, Links, Origin};
-use countersign_review::enroll::{Enrollment, approvers_line};
+use countersign_review::{Enrollment, Links, Origin, approvers_line};
 use countersign_review::{LoopbackServer, Review};
 
 use super::gate::failure;
@@ -108,7 +107,7 @@ pub(crate) fn enroll_link(ctx: &Ctx, name: &str, origin: &str) -> Result<Report,
     let keyring = load_keyring(ctx)?;
     let ledger = block_on(async { open_ledger(&store_url(ctx)?).await })??;
     let now = countersign_replay::now_unix_ms() / 1000;
-    let minted = link::mint(keyring, ledger.id().as_str(), &origin, name, now)
+    let minted = countersign_review::mint(keyring, ledger.id().as_str(), &origin, name, now)
         .map_err(|e| Failure::invalid(e.code().as_str(), e.to_string()))?;
     eprintln!(
         "open this link on the device that will hold {name}'s passkey, within 15 minutes; \

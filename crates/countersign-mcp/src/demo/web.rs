@@ -43,15 +43,14 @@ pub(crate) fn sample_post() -> Map<String, Value> {
 /// # Errors
 /// `INVALID_ARGUMENT` for a non-loopback address.
 pub fn check_loopback(addr: SocketAddr) -> Result<()> {
-    if addr.ip().is_loopback() {
-        Ok(())
-    } else {
-        Err(Error::InvalidArgument {
+    match countersign_review::check_loopback(addr) {
+        Ok(()) => Ok(()),
+        Err(_) => Err(Error::InvalidArgument {
             rule: "NOT_LOOPBACK",
             message: format!(
                 "--web {addr} is not a loopback address; the demo's review page serves loopback only (e.g. 127.0.0.1:8765)"
             ),
-        })
+        }),
     }
 }
 

@@ -33,9 +33,9 @@ use super::registry::{Admitted, Conn, Registry};
 /// again, so it does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// The answer to a connection refused at a cap, written before it is closed.
-const REFUSED: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\n\
-    connection: close\r\ncontent-length: 0\r\n\r\n";
+/// The answer to a connection refused at a cap, written before it is closed: the review
+/// page's own listener answers overload with the same bytes.
+const REFUSED: &[u8] = countersign_review::OVERLOADED;
 
 /// Accepts and serves connections until `stopping` is cancelled, then lets each connection
 /// finish its request in progress and returns once all are closed.

@@ -8,7 +8,6 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -20,6 +19,8 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use super::auth::Clients;
+use countersign_review::parse_host;
+
 use super::plain;
 
 /// What a check's service answers with.
@@ -224,41 +225,4 @@ pub(super) fn single(headers: &HeaderMap, name: header::HeaderName) -> Option<&H
     let mut values = headers.get_all(name).iter();
     let first = values.next()?;
     values.next().is_none().then_some(first)
-}
-
-/// `host[:port]` as a lower-case host without brackets and the port.
-pub(super) fn parse_host(text: &str) -> Option<(String, Option<u16>)> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    let authority = text.parse::<axum::http::uri::Authority>().ok();
-    let (host, port) = match &authority {
-        Some(a) => (a.host(), a.port_u16()),
-        // A bare IPv6 address is not an authority without its brackets.
-        None => (text, None),
-    };
-    if authority.is_none() && text.parse::<IpAddr>().is_err() {
-        return None;
-    }
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    Some((host.to_ascii_lowercase(), port))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hosts_parse_with_and_without_ports() {
-        assert_eq!(
-            parse_host("LocalHost:8080"),
-            Some(("localhost".into(), Some(8080)))
-        );
-        assert_eq!(parse_host("[::1]:9"), Some(("::1".into(), Some(9))));
-        assert_eq!(parse_host("::1"), Some(("::1".into(), None)));
-        assert_eq!(parse_host("127.0.0.1"), Some(("127.0.0.1".into(), None)));
-        assert_eq!(parse_host(""), None);
-        assert_eq!(parse_host("a b"), None);
-    }
 }

@@ -46,7 +46,7 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, get};
+use axum::routing::get;
 use countersign_canon::Limits;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -58,7 +58,7 @@ use tower_layer::Stack;
 
 pub use self::auth::Clients;
 use self::body::{BodyGuard, InFlight};
-use self::front::{BearerAuth, CheckLayer, HostCheck, parse_host};
+use self::front::{BearerAuth, CheckLayer, HostCheck};
 pub use self::limits::ConnectionLimits;
 use self::sessions::SessionOwners;
 use crate::core::Countersign;
@@ -187,7 +187,7 @@ impl HttpServer {
         let hosts = options.hosts();
         let origins: Vec<String> = hosts
             .iter()
-            .filter_map(|h| parse_host(h))
+            .filter_map(|h| countersign_review::parse_host(h))
             .flat_map(|(host, _)| {
                 let host = if host.contains(':') {
                     format!("[{host}]")
@@ -233,22 +233,19 @@ impl HttpServer {
         }
         // Links minted with a key that dies with this process could never be opened.
         if let Some(confirmer) = core.confirmer().filter(|c| !c.keyring().is_ephemeral()) {
-            let links = countersign_review::enroll::link::Links::new(
+            let links = countersign_review::Links::new(
                 confirmer.keyring().clone(),
                 confirmer.ledger().clone(),
             )
             .map_err(|e| Error::Config(e.to_string()))?;
             review = review.with_enroll_links(links);
         }
-        let page = move |request: Request| {
-            let review = review.clone();
-            async move { review.handle(request).await }
-        };
-        // The page answers the same host names as `/mcp` (DNS rebinding); it has its own
-        // sign-in, so the bearer check and the MCP session layers stay off it.
+        // The page is a tower service behind the same host check layer as `/mcp` (DNS
+        // rebinding); it has its own sign-in, so the bearer check and the MCP session layers
+        // stay off it.
         let pages = Router::new()
-            .route(REVIEW_PATH, any(page.clone()))
-            .route(REVIEW_PAGES, any(page))
+            .route_service(REVIEW_PATH, review.clone())
+            .route_service(REVIEW_PAGES, review)
             .layer(CheckLayer::new(HostCheck::new(&hosts)));
         let router = Router::new()
             .route_service(MCP_PATH, mcp)
