@@ -13,7 +13,7 @@
 //!   handed out), the passkey's signature counter must move on, and a verified assertion opens
 //!   a session (twelve hours, kept in memory only) whose pages live under a random path of its
 //!   own, `/review/s/KEY`, with a cookie scoped to that path and to the origin it was made on
-//!   (see [`session`]).
+//!   (a restart signs everyone out).
 //! * **Approval.** The session alone approves nothing. The page asks for a fresh approval
 //!   statement naming the draft and the revision it shows, the passkey signs the statement's
 //!   digest, and the gate checks that signature like any other signed approval — so an old page
