@@ -11,8 +11,8 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 
-use hyper::header::{self, HeaderMap};
 use hyper::Method;
+use hyper::header::{self, HeaderMap};
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "countersign_review";

@@ -146,8 +146,7 @@ pub(crate) async fn login(review: &Review, call: &Call) -> PageResult {
     let opened = review.sessions.open(&name, &call.origin);
     let base = format!("{SESSION_PATH}{}", opened.key);
     let mut r = json(StatusCode::OK, &json!({ "approver": name, "base": base }));
-    let cookie =
-        respond::set_cookie(&opened.id, &opened.key, &call.origin, SESSION_TTL.as_secs());
+    let cookie = respond::set_cookie(&opened.id, &opened.key, &call.origin, SESSION_TTL.as_secs());
     respond::add_cookie(&mut r, &cookie);
     Ok(r)
 }
@@ -214,7 +213,9 @@ fn items(id: Option<&str>, f: StatementRequest) -> Result<Vec<(String, String)>,
             .ok_or_else(|| invalid("`revision` is missing".into()))?;
         return Ok(vec![(id.to_owned(), revision)]);
     }
-    let pairs = f.items.ok_or_else(|| invalid("`items` is missing".into()))?;
+    let pairs = f
+        .items
+        .ok_or_else(|| invalid("`items` is missing".into()))?;
     if pairs.is_empty() || pairs.len() > MAX_BATCH {
         return Err(invalid(format!("a batch holds 1 to {MAX_BATCH} drafts")));
     }

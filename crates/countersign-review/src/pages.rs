@@ -8,12 +8,12 @@ use countersign_gate::reading::{self, Reading};
 use countersign_gate::{Draft, Error};
 use maud::{Markup, html};
 
+use crate::Review;
 use crate::api::{MAX_BATCH, quorum, visible, waiting};
 use crate::error::{PageError, PageResult};
 use crate::markup::{Data, hidden_mark, layout, shown};
 use crate::respond::html;
 use crate::session::Person;
-use crate::Review;
 
 /// A page of `review` for `person`.
 fn page(
@@ -84,7 +84,14 @@ pub(crate) async fn list(review: &Review, person: &Person) -> PageResult {
         p id="empty" hidden[!drafts.is_empty()] { "Nothing is waiting." }
         button type="button" id="batch" { "Review the selected drafts" }
     };
-    page(review, "Review — countersign", "list", &Data::default(), person, main)
+    page(
+        review,
+        "Review — countersign",
+        "list",
+        &Data::default(),
+        person,
+        main,
+    )
 }
 
 /// The manifest as a table: one row per leaf, flagged rows marked, hidden rows marked.
@@ -233,7 +240,9 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Page
         .filter(|v| !v.is_empty())
         .collect();
     if ids.is_empty() || ids.len() > MAX_BATCH {
-        return Err(PageError::Invalid(format!("select 1 to {MAX_BATCH} drafts")));
+        return Err(PageError::Invalid(format!(
+            "select 1 to {MAX_BATCH} drafts"
+        )));
     }
     if let Some(twice) = crate::api::repeated(&ids) {
         return Err(PageError::Invalid(format!(
@@ -257,5 +266,12 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Page
             }
         }
     };
-    page(review, "Batch — countersign", "batch", &Data::default(), person, main)
+    page(
+        review,
+        "Batch — countersign",
+        "batch",
+        &Data::default(),
+        person,
+        main,
+    )
 }

@@ -81,7 +81,11 @@ pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> Response<Bo
 
 /// An HTML page.
 pub(crate) fn html(markup: maud::Markup) -> Response<Body> {
-    respond(StatusCode::OK, "text/html; charset=utf-8", markup.into_string())
+    respond(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        markup.into_string(),
+    )
 }
 
 /// A redirect to a path of the page.
@@ -92,7 +96,6 @@ pub(crate) fn redirect(to: &str) -> Response<Body> {
     }
     r
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -107,7 +110,9 @@ mod tests {
         assert!(!set_cookie("x", "k", "http://localhost:1", 1).contains("Secure"));
         let r = respond(StatusCode::OK, "text/plain", "");
         assert_eq!(
-            r.headers().get(header::CONTENT_SECURITY_POLICY).map(|v| v.as_bytes()),
+            r.headers()
+                .get(header::CONTENT_SECURITY_POLICY)
+                .map(|v| v.as_bytes()),
             Some(CSP.as_bytes())
         );
     }

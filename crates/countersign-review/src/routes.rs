@@ -103,7 +103,13 @@ async fn shared(
 }
 
 /// People signed in with passkeys, each under their session's own path.
-async fn passkeys(review: &Review, call: &Call, path: &Path<'_>, get: bool, post: bool) -> PageResult {
+async fn passkeys(
+    review: &Review,
+    call: &Call,
+    path: &Path<'_>,
+    get: bool,
+    post: bool,
+) -> PageResult {
     match (path.key, path.segments.as_slice()) {
         (None, ["login"]) if get => return pages::login(),
         (None, ["login", "challenge"]) if post => return api::login_challenge(review, call),

@@ -153,9 +153,10 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let held = hyper::service::service_fn(|_req: hyper::Request<hyper::body::Incoming>| async {
-            Ok::<_, std::convert::Infallible>(hyper::Response::new(crate::Body::default()))
-        });
+        let held =
+            hyper::service::service_fn(|_req: hyper::Request<hyper::body::Incoming>| async {
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(crate::Body::default()))
+            });
         let server = tokio::spawn(async move {
             serve(&listener, held, async {
                 let _ = stopped.await;

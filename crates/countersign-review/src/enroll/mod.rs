@@ -240,7 +240,11 @@ impl Ceremony<'_> {
             pre id="line" hidden {}
         };
         let page = layout("Enroll — countersign", "enroll", &data, None, false, main);
-        respond(StatusCode::OK, "text/html; charset=utf-8", page.into_string())
+        respond(
+            StatusCode::OK,
+            "text/html; charset=utf-8",
+            page.into_string(),
+        )
     }
 }
 
