@@ -13,13 +13,13 @@
 //!   handed out), the passkey's signature counter must move on, and a verified assertion opens
 //!   a session (twelve hours, kept in memory only) whose pages live under a random path of its
 //!   own, `/review/s/KEY`, with a cookie scoped to that path and to the origin it was made on
-//!   (see [`session`]).
+//!   (see the `session` module).
 //! * **Approval.** The session alone approves nothing. The page asks for a fresh approval
 //!   statement naming the draft and the revision it shows, the passkey signs the statement's
 //!   digest, and the gate checks that signature like any other signed approval — so an old page
 //!   approving a revised draft gets `STALE_REVISION`, and a statement used twice
 //!   `TOKEN_REPLAYED`.
-//! * **Same origin only.** See [`guard`]: a POST from another origin and any request carrying a
+//! * **Same origin only.** See the `guard` module: a POST from another origin and any request carrying a
 //!   bearer token are refused with 403.
 //! * **Live list.** The list page polls `GET /review/pending.json` every three seconds rather
 //!   than holding a server push stream open: one short request, no connection held per open
