@@ -278,13 +278,14 @@ impl<H: ServerHandler> Gated<H> {
             return Err(countersign_gate::Error::PrivacyBlocked { kind, pointer }.into());
         }
         let name = request.name.to_string();
+        let binding = Confirmer::binding(&name, risk, &bare, principal)?;
+        // Token times follow the gate's clock, so a clock fixed for the gate fixes them too.
+        let now = self.core.gate().clock().now_secs();
         match step {
-            ConfirmStep::DryRun => Ok(confirmer.dry_run(&name, risk, &bare, principal)?.into()),
+            ConfirmStep::DryRun => Ok(confirmer.dry_run(&binding, now)?.into()),
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
-                confirmer
-                    .redeem(&token, &name, risk, &bare, principal)
-                    .await?;
+                confirmer.redeem(&token, &binding, now).await?;
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),
                     _ => None,

@@ -41,7 +41,7 @@ mod tools;
 mod transport;
 mod upkeep;
 
-pub use crate::confirm::{ConfirmStep, Confirmer};
+pub use crate::confirm::Confirmer;
 pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, read_policy};
 pub use crate::error::{Error, ErrorCode, Result, ShownDraft};
 pub use crate::gated::{Gated, principal};

@@ -168,7 +168,8 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
 
 /// Seconds since the draft was proposed.
 pub(crate) fn age_secs(d: &Draft) -> i64 {
-    (countersign_replay::now_unix_ms() - d.created_at).max(0) / 1000
+    use countersign_token::Clock as _;
+    (countersign_token::SystemClock.now_ms() - d.created_at).max(0) / 1000
 }
 
 /// `GET /review/pending.json`.

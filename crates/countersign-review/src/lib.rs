@@ -351,7 +351,8 @@ fn not_found() -> Response<Body> {
 
 /// The time, in the Unix seconds statements and links carry.
 pub(crate) fn now_secs() -> i64 {
-    countersign_replay::now_unix_ms() / 1000
+    use countersign_token::Clock as _;
+    countersign_token::SystemClock.now_secs()
 }
 
 /// The gate's refusal as an answer carrying its contract code.

@@ -8,9 +8,10 @@ use std::time::Duration;
 use countersign_canon::{Digest, Domain, Principal, digest};
 use countersign_gate::store::{Commit, Snapshot, TxKeys};
 use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Clock, Draft, Gate, GateStore,
-    Policy, Proposal,
+    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Draft, Gate, GateStore, Policy,
+    Proposal,
 };
+use countersign_token::Clock;
 
 mod flows;
 mod people;

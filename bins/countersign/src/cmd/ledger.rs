@@ -4,6 +4,7 @@
 //! always agree on which store and which anchor folder they use.
 
 use countersign_replay::{Integrity, Ledger, OpenOptions, StoreUrl};
+use countersign_token::{Clock, SystemClock};
 
 use crate::output::{Ctx, Failure, Report};
 
@@ -70,7 +71,7 @@ fn id(url: &StoreUrl, ledger: &Ledger) -> Report {
 
 async fn gc(url: &StoreUrl, ledger: &Ledger) -> Result<Report, Failure> {
     let removed = ledger
-        .gc(countersign_replay::now_unix_ms())
+        .gc(SystemClock.now_ms())
         .await
         .map_err(failure)?;
     Ok(Report::text(
