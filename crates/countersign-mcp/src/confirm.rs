@@ -159,7 +159,11 @@ impl Confirmer {
     /// # Errors
     /// `CONFIRMATION_INVALID` with the token code as `reason`, `STORE_UNAVAILABLE`.
     pub(crate) async fn redeem(&self, token: &str, binding: &Binding<'_>, now: i64) -> Result<()> {
-        match self.verifier.verify(token, binding, now, &self.ledger).await {
+        match self
+            .verifier
+            .verify(token, binding, now, &self.ledger)
+            .await
+        {
             Ok(_) => Ok(()),
             Err(countersign_token::Error::StoreUnavailable(e)) => {
                 Err(Error::StoreUnavailable(Box::new(e)))

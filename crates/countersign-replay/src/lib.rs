@@ -9,10 +9,10 @@
 #![forbid(unsafe_code)]
 
 mod error;
-mod guard;
 mod id;
 mod memory;
 mod store_url;
+mod token_guard;
 
 #[cfg(feature = "sqlite")]
 mod anchor;

@@ -97,9 +97,7 @@ mod verifier;
 
 pub use claims::{CLAIMS_VERSION, Claims};
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use config::{
-    DEFAULT_SKEW, DEFAULT_TTL, EnvSettings, MAX_SKEW, MAX_TTL, MIN_TTL, TokenConfig,
-};
+pub use config::{DEFAULT_SKEW, DEFAULT_TTL, EnvSettings, MAX_SKEW, MAX_TTL, MIN_TTL, TokenConfig};
 pub use duration::parse_duration;
 pub use error::{BindingField, Error, ErrorCode, KeyringError};
 pub use keyfile::KEYRING_FORMAT;

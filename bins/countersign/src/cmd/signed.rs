@@ -145,9 +145,14 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
                 return Ok(declined(&items));
             }
         }
-        let statement =
-            Statement::new(Kind::Approval, &name, items, SystemClock.now_secs(), VALIDITY_SECS)
-                .map_err(|e| failure(&e))?;
+        let statement = Statement::new(
+            Kind::Approval,
+            &name,
+            items,
+            SystemClock.now_secs(),
+            VALIDITY_SECS,
+        )
+        .map_err(|e| failure(&e))?;
         let signature = sign(&key, &statement)?;
         let approvals = gate
             .approve_signed(statement.bytes(), &signature)

@@ -189,7 +189,6 @@ fn operation_id() -> String {
     )
 }
 
-
 /// Runs an approved `publish_post` on the demo itself.
 struct DemoPort<'a> {
     demo: &'a Demo,
