@@ -269,7 +269,10 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     let home = tempfile::tempdir()?;
     // Every client calls as the same (absent) principal, so the per-principal ceilings are set
     // beyond what a run proposes.
-    let policy = format!("{DEMO_POLICY}\n{}", countersign_testkit::policy::ROOMY_LIMITS);
+    let policy = format!(
+        "{DEMO_POLICY}\n{}",
+        countersign_testkit::policy::ROOMY_LIMITS
+    );
     let mut file = std::fs::OpenOptions::new();
     file.write(true).create_new(true);
     #[cfg(unix)]
