@@ -90,8 +90,8 @@ impl Gate {
         self
     }
 
-    /// The clock every time the gate judges by comes from, for what works beside it (token
-    /// mints and checks, the review page) to judge by the same one.
+    /// The clock the gate judges every time by, for what works beside it (the MCP layer's
+    /// token mints and checks) to judge by the same one.
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
     }
