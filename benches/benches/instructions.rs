@@ -30,6 +30,7 @@ use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
 use countersign_gate::{Channel, Gate, MemoryStore, SqliteStore};
 use countersign_mcp::Countersign;
 use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
+use countersign_testkit::policy::ROOMY_LIMITS;
 use countersign_token::danger;
 use hmac::{KeyInit, Mac};
 use rmcp::model::CallToolRequestParams;
@@ -39,8 +40,8 @@ mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
 use fixtures::{
-    LEDGER, NOW, PROSE, ROOMY_LIMITS, Tokens, args_1k, args_256, gated_cycle, ledger_binding,
-    nonce, policy, rt, secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
+    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy, rt,
+    secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
 };
 
 /// A path that can be counted: its name, what runs it, and the iterations of its short and

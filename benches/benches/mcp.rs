@@ -69,7 +69,11 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let home = tempfile::tempdir().expect("home");
     // The proxies read the home folder's policy: ceilings no run of the benchmark reaches.
-    std::fs::write(home.path().join("countersign.toml"), fixtures::ROOMY_LIMITS).expect("policy");
+    std::fs::write(
+        home.path().join("countersign.toml"),
+        countersign_testkit::policy::ROOMY_LIMITS,
+    )
+    .expect("policy");
     let stdio = rt.block_on(Stdio::start(home.path()));
     // The approver's side: the same store, as `countersign approve` opens it.
     let approver = rt.block_on(approver(&stdio.db));

@@ -4,7 +4,7 @@
 //! so no duplicate name, lone surrogate or out-of-range number ever reaches serde_json, which
 //! would silently keep the last of two names.
 use countersign_canon::{Limits, Profile, parse};
-use countersign_mcp::guard::{Verdict, inspect};
+use countersign_mcp::raw_guard::{Verdict, inspect};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

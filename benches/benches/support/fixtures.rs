@@ -13,24 +13,17 @@ use countersign_gate::{
 };
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
 
-/// Per-principal ceilings no benchmark reaches: every proposal still counts against them (the
-/// quota read and write are part of what is measured), none is refused.
-pub(crate) const ROOMY_LIMITS: &str = "[limits]
-open_drafts = 1000000000
-proposals = { max = 1000000000, per = \"1m\" }
-";
-
-/// The demo tool's policy: approval, the fields a person sees shaped, and [`ROOMY_LIMITS`].
-pub(crate) const POLICY: &str = r#"
-[limits]
-open_drafts = 1000000000
-proposals = { max = 1000000000, per = "1m" }
-
+/// The demo tool's policy: approval, the fields a person sees shaped, and the testkit's roomy
+/// limits (no benchmark reaches them; every proposal still counts against them).
+pub(crate) const POLICY: &str = concat!(
+    countersign_testkit::roomy_limits!(),
+    r#"
 [tools."publish_post"]
 mode = "approval"
 risk = "external_side_effect"
 fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
-"#;
+"#
+);
 
 /// A paragraph of a post; four of them make ≈ 1 KiB.
 pub(crate) const PROSE: &str = "We shipped the new release today. It fixes the export bug reported last \

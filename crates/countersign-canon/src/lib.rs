@@ -5,6 +5,44 @@
 //! are made (CONTRACT.md sections 2, 3 and 7): a strict parser that refuses ambiguous input,
 //! NFC, the RFC 8785 writer, the domain-separated digest framing, the draft envelope and the
 //! manifest a person reads before approving. It does no I/O.
+//!
+//! Canonical bytes, their digest, and the revision of a draft a person would approve:
+//!
+//! ```
+//! use countersign_canon::{
+//!     Domain, Envelope, Limits, Principal, Profile, Revision, canonicalize, digest, parse,
+//! };
+//!
+//! // Member order, escapes and Unicode normalization do not change the bytes.
+//! let input = br#"{"b":1,"a":"e\u0301"}"#;
+//! let canonical = canonicalize(input, Profile::CountersignV1, &Limits::DEFAULT)?;
+//! assert_eq!(canonical, "{\"a\":\"é\",\"b\":1}".as_bytes());
+//! assert_eq!(
+//!     digest(Domain::Args, &canonical).to_hex(),
+//!     "b20c52c5d286dea68ea81476d046220a7ec8e2302335a4c5fd9d1ba7109e755d",
+//! );
+//!
+//! // Ambiguous input is refused, with a code and a byte offset.
+//! let refused = canonicalize(br#"{"a":1,"a":2}"#, Profile::CountersignV1, &Limits::DEFAULT);
+//! assert_eq!(refused.map_err(|e| e.code().as_str()), Err("DUPLICATE_KEY"));
+//!
+//! // The revision names one envelope: the action, its arguments, the tool definition's digest
+//! // and who asked. Any change to any of them is another revision.
+//! let envelope = Envelope {
+//!     action: "publish_post".to_owned(),
+//!     args: parse(input, Profile::CountersignV1, &Limits::DEFAULT)?,
+//!     tool: digest(Domain::Tool, br#"{"name":"publish_post"}"#),
+//!     principal: Principal::default(),
+//! };
+//! let revision = envelope.revision();
+//! assert_eq!(revision, Revision::of_canonical(&envelope.to_canonical_bytes()));
+//! let edited = Envelope {
+//!     args: parse(br#"{"a":"e","b":2}"#, Profile::CountersignV1, &Limits::DEFAULT)?,
+//!     ..envelope.clone()
+//! };
+//! assert_ne!(edited.revision(), revision);
+//! # Ok::<(), countersign_canon::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 
 mod check;

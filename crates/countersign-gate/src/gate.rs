@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
 use countersign_replay::Ledger;
+use countersign_token::{Clock, SystemClock};
 
 use crate::approval::Approvers;
 use crate::audit::Anchor;
@@ -25,24 +26,6 @@ use crate::view::MAX_ARGS_LIMITS;
 
 /// The most drafts one page of a listing holds.
 pub const MAX_PAGE: u32 = 1000;
-
-/// Milliseconds since the Unix epoch; replaceable so tests can expire approvals.
-pub trait Clock: Send + Sync + std::fmt::Debug {
-    /// Now, in Unix milliseconds.
-    fn now_ms(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-    }
-}
 
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -100,11 +83,17 @@ impl Gate {
         self.approvers.as_deref()
     }
 
-    /// Replaces the clock.
+    /// Replaces the clock (the system clock by default); tests fix it to expire approvals.
     #[must_use]
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// The clock the gate judges every time by, for what works beside it (the MCP layer's
+    /// token mints and checks) to judge by the same one.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
     }
 
     /// Keeps the audit head in `anchor` after every commit.

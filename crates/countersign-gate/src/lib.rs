@@ -28,7 +28,7 @@ mod view;
 
 pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
-pub use crate::gate::{Clock, Gate, MAX_PAGE, SystemClock};
+pub use crate::gate::{Gate, MAX_PAGE};
 pub use crate::inspect::AuditReport;
 pub use crate::model::{
     Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,

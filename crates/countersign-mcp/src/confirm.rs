@@ -6,12 +6,11 @@
 //! the tool, the risk, the arguments and the principal, and its nonce is consumed in the replay
 //! ledger, so it runs at most once and only for what was previewed.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use countersign_canon::{Principal, Profile, Value};
 use countersign_replay::Ledger;
-use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
+use countersign_token::{Binding, Keyring, Minted, Signer, TokenConfig, Verifier};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, json};
 
@@ -28,7 +27,7 @@ pub struct Confirmer {
 
 /// What a confirm-mode call asks for.
 #[derive(Debug)]
-pub enum ConfirmStep {
+pub(crate) enum ConfirmStep {
     /// A preview: mint a token, run nothing.
     DryRun,
     /// The real call, with the token to check.
@@ -67,7 +66,7 @@ impl Confirmer {
     ///
     /// # Errors
     /// `INVALID_ARGUMENT` when `dry_run` is not a boolean or the token not a string.
-    pub fn step(args: &Map<String, serde_json::Value>) -> Result<ConfirmStep> {
+    pub(crate) fn step(args: &Map<String, serde_json::Value>) -> Result<ConfirmStep> {
         let bad = |what: &str| Error::InvalidArgument {
             rule: "SCHEMA",
             message: format!("{what} has the wrong type"),
@@ -85,30 +84,37 @@ impl Confirmer {
         }
     }
 
-    /// Mints the token for a dry run and returns the preview result.
+    /// What a token for a call of `tool` with `args` is bound to: built once per call, so the
+    /// token a dry run mints and the one a real call presents are checked against the same.
+    /// `args` are the arguments less the control members ([`without_controls`]).
     ///
     /// # Errors
-    /// `PRIVACY_BLOCKED`, `INVALID_ARGUMENT`, `CONFIG_INVALID`.
-    pub fn dry_run(
-        &self,
-        tool: &str,
+    /// `CONFIG_INVALID` for a risk class the contract does not name.
+    pub(crate) fn binding<'a>(
+        tool: &'a str,
         risk: &str,
-        args: &Value,
-        principal: &Principal,
-    ) -> Result<CallToolResult> {
-        let risk = parse_risk(risk)?;
-        let binding = Binding {
+        args: &'a Value,
+        principal: &'a Principal,
+    ) -> Result<Binding<'a>> {
+        let risk = risk
+            .parse()
+            .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))?;
+        Ok(Binding {
             tool,
             risk,
             args,
             principal,
-        };
-        let minted = self
-            .signer
-            .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
-            .map_err(|e| Error::Config(e.to_string()))?;
-        let preview = controls_dropped(args);
-        let manifest = countersign_canon::manifest(&preview, &[]);
+        })
+    }
+
+    /// Mints the token for a dry run at `now` (Unix seconds) and returns the preview result.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT`, `CONFIG_INVALID`.
+    pub(crate) fn dry_run(&self, binding: &Binding<'_>, now: i64) -> Result<CallToolResult> {
+        let minted = self.mint_at(binding, now)?;
+        let tool = binding.tool;
+        let manifest = countersign_canon::manifest(binding.args, &[]);
         // The preview is shown like a draft, so it is held to the same limit.
         countersign_canon::ManifestLimits::DEFAULT
             .check(&manifest.size())
@@ -119,9 +125,9 @@ impl Confirmer {
         let structured = json!({
             "dry_run": true,
             "action": tool,
-            "args": preview.to_json(),
+            "args": binding.args.to_json(),
             "manifest": manifest.entries_json(),
-            "risk": risk.as_str(),
+            "risk": binding.risk.as_str(),
             "confirmation_token": minted.token,
             "confirmation_expires_at": minted.expires_at(),
         });
@@ -133,52 +139,29 @@ impl Confirmer {
         Ok(result)
     }
 
-    /// Mints a token for a call of `tool` with `args`, to be consumed once by
+    /// Mints a token for `binding` at `now` (Unix seconds), to be consumed once by
     /// [`Confirmer::redeem`]; used where the token itself travels as opaque state.
     ///
     /// # Errors
     /// `CONFIG_INVALID`.
-    pub(crate) fn mint(
-        &self,
-        tool: &str,
-        risk: &str,
-        args: &Value,
-        principal: &Principal,
-    ) -> Result<String> {
-        let binding = Binding {
-            tool,
-            risk: parse_risk(risk)?,
-            args,
-            principal,
-        };
+    pub(crate) fn mint(&self, binding: &Binding<'_>, now: i64) -> Result<String> {
+        self.mint_at(binding, now).map(|minted| minted.token)
+    }
+
+    fn mint_at(&self, binding: &Binding<'_>, now: i64) -> Result<Minted> {
         self.signer
-            .mint(&binding, now_secs(), Some(self.ledger.id().as_str()))
-            .map(|minted| minted.token)
+            .mint(binding, now, Some(self.ledger.id().as_str()))
             .map_err(|e| Error::Config(e.to_string()))
     }
 
-    /// Verifies and consumes the token of a real call.
+    /// Verifies the token of a real call at `now` (Unix seconds) and consumes it.
     ///
     /// # Errors
     /// `CONFIRMATION_INVALID` with the token code as `reason`, `STORE_UNAVAILABLE`.
-    pub async fn redeem(
-        &self,
-        token: &str,
-        tool: &str,
-        risk: &str,
-        args: &Value,
-        principal: &Principal,
-    ) -> Result<()> {
-        let risk = parse_risk(risk)?;
-        let binding = Binding {
-            tool,
-            risk,
-            args,
-            principal,
-        };
+    pub(crate) async fn redeem(&self, token: &str, binding: &Binding<'_>, now: i64) -> Result<()> {
         match self
             .verifier
-            .verify(token, &binding, now_secs(), &self.ledger)
+            .verify(token, binding, now, &self.ledger)
             .await
         {
             Ok(_) => Ok(()),
@@ -188,11 +171,6 @@ impl Confirmer {
             Err(e) => Err(Error::ConfirmationInvalid { reason: e.code() }),
         }
     }
-}
-
-fn parse_risk(risk: &str) -> Result<RiskClass> {
-    risk.parse()
-        .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
 }
 
 /// The top-level members that steer confirm mode; they are not part of the call.
@@ -206,16 +184,6 @@ pub(crate) fn without_controls(mut args: Value) -> Value {
         }
     }
     args
-}
-
-/// [`without_controls`] for borrowed arguments, copied only when there is a control to drop.
-fn controls_dropped(args: &Value) -> Cow<'_, Value> {
-    match args {
-        Value::Object(o) if CONTROLS.iter().any(|name| o.contains_key(name)) => {
-            Cow::Owned(without_controls(args.clone()))
-        }
-        _ => Cow::Borrowed(args),
-    }
 }
 
 /// Parses arguments under the canonical rules.
@@ -238,10 +206,6 @@ pub(crate) fn canonical_args(
     })
 }
 
-fn now_secs() -> i64 {
-    countersign_replay::now_unix_ms() / 1000
-}
-
 #[cfg(test)]
 mod tests {
     use countersign_canon::Limits;
@@ -258,9 +222,7 @@ mod tests {
         let steered =
             parse(r#"{"a":{"dry_run":true},"confirmation_token":"cs1.x","dry_run":true}"#);
         let bare = parse(r#"{"a":{"dry_run":true}}"#);
-        assert_eq!(without_controls(steered.clone()), bare);
-        assert_eq!(*controls_dropped(&steered), bare);
-        assert!(matches!(controls_dropped(&bare), Cow::Borrowed(_)));
+        assert_eq!(without_controls(steered), bare);
         let list = parse(r#"["dry_run"]"#);
         assert_eq!(without_controls(list.clone()), list);
     }

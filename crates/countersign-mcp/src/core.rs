@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
 use crate::notify::Notifier;
-use crate::tooldef::{Marking, ToolDigests, is_read_only};
+use crate::tool_definition::{Marking, ToolDigests, is_read_only};
 
 /// How one tool's calls are handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,18 +85,9 @@ impl Countersign {
         policy: Option<&str>,
         confirm: Option<Confirmer>,
     ) -> Result<Self> {
-        let written = policy.map(Policy::from_toml).transpose()?;
-        let effective = Policy::applied(policy)?;
-        effective.check_signing(false)?;
-        Ok(Countersign {
-            gate: Arc::new(Gate::new(store, Arc::new(effective))),
-            written,
-            confirm,
-            limits: Limits::DEFAULT,
-            elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
-            tool_digests: Arc::default(),
-            notifier: Notifier::default(),
-        })
+        let (written, effective) = policies(policy, false)?;
+        let gate = Gate::new(store, Arc::new(effective));
+        Ok(Countersign::assemble(Arc::new(gate), written, confirm))
     }
 
     /// A layer over the store `url` names, opened the way the `countersign` CLI opens it (same
@@ -123,16 +114,20 @@ impl Countersign {
         confirm: Option<Confirmer>,
         signers: Option<(Arc<Approvers>, Ledger)>,
     ) -> Result<Self> {
-        let written = policy.map(Policy::from_toml).transpose()?;
-        let effective = Policy::applied(policy)?;
-        effective.check_signing(signers.is_some())?;
+        let (written, effective) = policies(policy, signers.is_some())?;
         let mut gate = countersign_gate::open(url, Arc::new(effective)).await?;
         if let Some((approvers, ledger)) = signers {
             gate = gate.with_approvers(approvers).with_ledger(ledger);
         }
         let gate = Arc::new(gate);
         crate::upkeep::start(&gate).await;
-        Ok(Countersign {
+        Ok(Countersign::assemble(gate, written, confirm))
+    }
+
+    /// The one place the struct is put together: every constructor starts from the same
+    /// defaults.
+    fn assemble(gate: Arc<Gate>, written: Option<Policy>, confirm: Option<Confirmer>) -> Self {
+        Countersign {
             gate,
             written,
             confirm,
@@ -140,7 +135,7 @@ impl Countersign {
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: Arc::default(),
             notifier: Notifier::default(),
-        })
+        }
     }
 
     /// A layer on an in-memory store, for tests and examples: nothing survives the process.
@@ -335,6 +330,15 @@ pub(crate) fn approval_required_saying(
 /// The canonical envelope text of a draft.
 pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
     String::from_utf8_lossy(&draft.canonical).into_owned()
+}
+
+/// The policy as written (`None`: no file) and the policy in force, checked for whether approvals
+/// are `signed`.
+fn policies(policy: Option<&str>, signed: bool) -> Result<(Option<Policy>, Policy)> {
+    let written = policy.map(Policy::from_toml).transpose()?;
+    let effective = Policy::applied(policy)?;
+    effective.check_signing(signed)?;
+    Ok((written, effective))
 }
 
 /// Reads a policy file: `None` when `path` is `None` and the default file does not exist.

@@ -26,6 +26,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
+use crate::confirm::Confirmer;
 use crate::core::{Countersign, approval_required, approval_required_saying};
 use crate::error::{Error, Result};
 
@@ -179,7 +180,9 @@ impl Asked<'_> {
                 "the approval question is too large to show in the host",
             );
         };
-        let state = confirmer.mint(TOKEN_TOOL, &draft.risk, &bound(draft), principal)?;
+        let bound = bound(draft);
+        let binding = Confirmer::binding(TOKEN_TOOL, &draft.risk, &bound, principal)?;
+        let state = confirmer.mint(&binding, self.core.gate().clock().now_secs())?;
         let mut requests = InputRequests::new();
         requests.insert(
             format!("{KEY_PREFIX}{}", draft.id),
@@ -219,9 +222,10 @@ impl Asked<'_> {
             rule: "INVALID_JSON",
             message: e.to_string(),
         })?;
-        confirmer
-            .redeem(state, TOKEN_TOOL, &draft.risk, &bound(&draft), principal)
-            .await?;
+        let bound = bound(&draft);
+        let binding = Confirmer::binding(TOKEN_TOOL, &draft.risk, &bound, principal)?;
+        let now = self.core.gate().clock().now_secs();
+        confirmer.redeem(state, &binding, now).await?;
         // The token is spent: this answer is acted on at most once. The retried arguments must
         // make the very revision the person was shown; identical bytes leave the draft as it is,
         // different ones become a new revision that needs its own approval. Only a spent token

@@ -21,12 +21,12 @@ use serde_json::{Map, Value};
 
 use crate::confirm::{CONTROLS, ConfirmStep, Confirmer, canonical_args, without_controls};
 use crate::core::{Countersign, Plan};
+use crate::countersign_tools;
 use crate::elicit::Next;
 use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
-use crate::tooldef::decorate;
-use crate::tools;
+use crate::tool_definition::decorate;
 
 /// A server handler with the gate in front of its tools.
 pub struct Gated<H> {
@@ -92,7 +92,7 @@ impl<H: ServerHandler> Gated<H> {
 
     /// Whether a call of `name` goes straight through: a remembered tool the policy passes.
     pub(crate) fn passes(&self, name: &str) -> bool {
-        if tools::is_own(name) {
+        if countersign_tools::is_own(name) {
             return false;
         }
         let Ok(known) = self.known.read() else {
@@ -167,13 +167,17 @@ impl<H: ServerHandler> Gated<H> {
         let result = match request.name.as_ref() {
             // Each gate path's future is boxed: held inline, the largest of them would be
             // moved into every request's task, a pass-through call included.
-            tools::EXECUTE => Box::pin(self.execute(args, &principal, context)).await?,
-            tools::STATUS => Box::pin(crate::status::status(&self.core, args, &principal)).await?,
-            tools::LIST => Box::pin(crate::status::list(&self.core, args, &principal)).await?,
-            tools::REVISE => {
+            countersign_tools::EXECUTE => Box::pin(self.execute(args, &principal, context)).await?,
+            countersign_tools::STATUS => {
+                Box::pin(crate::status::status(&self.core, args, &principal)).await?
+            }
+            countersign_tools::LIST => {
+                Box::pin(crate::status::list(&self.core, args, &principal)).await?
+            }
+            countersign_tools::REVISE => {
                 // New arguments meet the same schema a fresh call of the tool would.
                 if let (Ok(id), Some(Value::Object(new_args))) =
-                    (tools::text(args, "draft_id"), args.get("args"))
+                    (countersign_tools::text(args, "draft_id"), args.get("args"))
                 {
                     let draft =
                         Box::pin(crate::status::own_draft(&self.core, id, &principal)).await?;
@@ -278,13 +282,14 @@ impl<H: ServerHandler> Gated<H> {
             return Err(countersign_gate::Error::PrivacyBlocked { kind, pointer }.into());
         }
         let name = request.name.to_string();
+        let binding = Confirmer::binding(&name, risk, &bare, principal)?;
+        // Token times follow the gate's clock, so a clock fixed for the gate fixes them too.
+        let now = self.core.gate().clock().now_secs();
         match step {
-            ConfirmStep::DryRun => Ok(confirmer.dry_run(&name, risk, &bare, principal)?.into()),
+            ConfirmStep::DryRun => Ok(confirmer.dry_run(&binding, now)?.into()),
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
-                confirmer
-                    .redeem(&token, &name, risk, &bare, principal)
-                    .await?;
+                confirmer.redeem(&token, &binding, now).await?;
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),
                     _ => None,
@@ -300,10 +305,10 @@ impl<H: ServerHandler> Gated<H> {
         principal: &Principal,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult> {
-        tools::only(args, &["draft_id", "revision", "operation_id"])?;
-        let draft_id = tools::text(args, "draft_id")?;
-        let revision = tools::text(args, "revision")?;
-        let operation_id = tools::text(args, "operation_id")?;
+        countersign_tools::only(args, &["draft_id", "revision", "operation_id"])?;
+        let draft_id = countersign_tools::text(args, "draft_id")?;
+        let revision = countersign_tools::text(args, "revision")?;
+        let operation_id = countersign_tools::text(args, "operation_id")?;
         let gate = self.core.gate();
         // The definitions as they are now, listed before the transaction: which tool the draft
         // names is known only inside it, where nothing may wait on the wrapped handler. A listing
@@ -459,17 +464,17 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
         let modern = context
             .protocol_version()
-            .is_some_and(|v| crate::revision::is_modern(v.as_str()));
+            .is_some_and(|v| crate::protocol_version::is_modern(v.as_str()));
         let mut page = self.inner.list_tools(request, context).await?;
         self.remember(&page.tools);
         page.tools = page
             .tools
             .iter()
-            .filter(|t| !tools::is_own(&t.name))
+            .filter(|t| !countersign_tools::is_own(&t.name))
             .map(|t| self.listed(t))
             .collect();
         if first_page {
-            page.tools.extend(tools::definitions());
+            page.tools.extend(countersign_tools::definitions());
         }
         // Whatever revision the wrapped handler (or the proxy's upstream) answered in, this is
         // a complete result; rmcp drops the marker again for clients before 2026-07-28.
@@ -483,8 +488,10 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        if tools::is_own(name) {
-            return tools::definitions().into_iter().find(|t| t.name == name);
+        if countersign_tools::is_own(name) {
+            return countersign_tools::definitions()
+                .into_iter()
+                .find(|t| t.name == name);
         }
         let known = self.known.read().ok()?.get(name).cloned()?;
         Some(self.listed(&known))

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::{Value, json};
 
-use crate::tooldef::Marking;
+use crate::tool_definition::Marking;
 
 /// Keywords that belong to the root of a schema document.
 const ROOT_KEYWORDS: [&str; 4] = ["$schema", "$id", "$defs", "definitions"];

@@ -8,11 +8,12 @@
 //! [`crate::NOT_SENT`], so the gate knows nothing ran.
 //!
 //! Two shortcuts keep the proxy cheap without loosening a rule. A pass-through call, once the
-//! guard has accepted its bytes, is relayed as bytes ([`crate::relay`]). And the tool listing
-//! is kept between calls only for an upstream that promises to announce changes
-//! (`tools.listChanged`); it is dropped on each announcement and with each restarted child, so
-//! the definition digest checked before a gated run is never older than the upstream's last
-//! word. An upstream that makes no such promise is asked again every time.
+//! guard has accepted its bytes, is relayed as bytes, with only its JSON-RPC `id` swapped on the
+//! way there and back (the private `relay` module). And the tool listing is kept between calls
+//! only for an upstream that promises to announce changes (`tools.listChanged`); it is dropped on
+//! each announcement and with each restarted child, so the definition digest checked before a
+//! gated run is never older than the upstream's last word. An upstream that makes no such
+//! promise is asked again every time.
 
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -32,8 +33,8 @@ use tokio::sync::Mutex;
 use crate::core::Countersign;
 use crate::error::{Error, Result};
 use crate::gated::Gated;
-use crate::guard::Call;
 use crate::port::NOT_SENT;
+use crate::raw_guard::Call;
 use crate::relay::{Link, Sink, UpstreamTransport};
 use crate::transport::{Bypass, GuardedTransport};
 
@@ -117,7 +118,7 @@ impl Upstream {
             .unwrap_or(false);
         link.set_modern(
             info.as_ref()
-                .is_some_and(|i| crate::revision::is_modern(i.protocol_version.as_str())),
+                .is_some_and(|i| crate::protocol_version::is_modern(i.protocol_version.as_str())),
         );
         Ok(Conn {
             client: Arc::new(client),

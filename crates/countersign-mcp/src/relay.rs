@@ -25,7 +25,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{Mutex, mpsc};
 
 use crate::error::Error;
-use crate::guard::span;
+use crate::raw_guard::span;
 
 /// Where the answer to a relayed frame goes: one line to the client that sent it.
 #[async_trait]
@@ -150,7 +150,7 @@ impl Link {
 
 /// A refusal answering the relayed request `id`, in the generation it was relayed in.
 fn refusal_frame(id: &RawValue, error: Error, modern: bool) -> Vec<u8> {
-    let result = crate::revision::shaped(error.into_result(), modern);
+    let result = crate::protocol_version::shaped(error.into_result(), modern);
     let result = serde_json::to_string(&result).unwrap_or_else(|_| "null".into());
     format!(r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#, id.get()).into_bytes()
 }

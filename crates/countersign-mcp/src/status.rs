@@ -10,9 +10,9 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
 use crate::core::{Countersign, envelope_text};
+use crate::countersign_tools;
 use crate::error::{Error, Result};
-use crate::tooldef::ToolDigests;
-use crate::tools;
+use crate::tool_definition::ToolDigests;
 
 /// Refuses with `STALE_REVISION` unless `current` is the definition the draft was proposed
 /// against: what a person approved was a call of that tool, not of whatever has its name now.
@@ -63,8 +63,8 @@ pub(crate) async fn status(
     args: &Map<String, Value>,
     principal: &Principal,
 ) -> Result<CallToolResult> {
-    tools::only(args, &["draft_id"])?;
-    let draft = own_draft(core, tools::text(args, "draft_id")?, principal).await?;
+    countersign_tools::only(args, &["draft_id"])?;
+    let draft = own_draft(core, countersign_tools::text(args, "draft_id")?, principal).await?;
     let manifest = countersign_gate::manifest(&draft)?;
     let approval = draft.state.approval().map(|a| {
         json!({
@@ -126,10 +126,10 @@ pub(crate) async fn list(
     args: &Map<String, Value>,
     principal: &Principal,
 ) -> Result<CallToolResult> {
-    tools::only(args, &["cursor", "limit"])?;
+    countersign_tools::only(args, &["cursor", "limit"])?;
     let after = match args.get("cursor") {
         None | Some(Value::Null) => None,
-        Some(_) => Some(Cursor::parse(tools::text(args, "cursor")?)?),
+        Some(_) => Some(Cursor::parse(countersign_tools::text(args, "cursor")?)?),
     };
     let limit = match args.get("limit") {
         None | Some(Value::Null) => DEFAULT_PAGE,
@@ -180,9 +180,9 @@ pub(crate) async fn revise(
     args: &Map<String, Value>,
     principal: &Principal,
 ) -> Result<CallToolResult> {
-    tools::only(args, &["draft_id", "expected_revision", "args"])?;
-    let id = tools::text(args, "draft_id")?;
-    let expected = tools::text(args, "expected_revision")?;
+    countersign_tools::only(args, &["draft_id", "expected_revision", "args"])?;
+    let id = countersign_tools::text(args, "draft_id")?;
+    let expected = countersign_tools::text(args, "expected_revision")?;
     let Some(Value::Object(new_args)) = args.get("args") else {
         return Err(Error::InvalidArgument {
             rule: "SCHEMA",

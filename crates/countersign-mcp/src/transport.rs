@@ -1,7 +1,7 @@
 //! A newline-delimited JSON-RPC transport with the raw-bytes guard in front of the service.
 //!
 //! A reader task owns the input: it frames lines (with a hard length cap, so no line can
-//! exhaust memory), runs [`crate::guard::inspect`] on each, answers refusals itself and hands
+//! exhaust memory), runs [`crate::raw_guard::inspect`] on each, answers refusals itself and hands
 //! only accepted messages to rmcp through a channel. The channel makes `receive` cancel-safe,
 //! which matters because rmcp polls it inside a `select!`. Replies from the guard and from the
 //! service share one writer under a lock, so lines never interleave. The stdio proxy adds a
@@ -17,7 +17,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::guard::{Call, Verdict, judge};
+use crate::raw_guard::{Call, Verdict, judge};
 use crate::relay::Sink;
 
 /// A shortcut for accepted messages that need no MCP session (the proxy's pass-through calls).

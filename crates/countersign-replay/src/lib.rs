@@ -9,10 +9,10 @@
 #![forbid(unsafe_code)]
 
 mod error;
-mod guard;
 mod id;
 mod memory;
 mod store_url;
+mod token_guard;
 
 #[cfg(feature = "sqlite")]
 mod anchor;
@@ -249,9 +249,8 @@ pub(crate) fn check_nonce(nonce: &[u8]) -> Result<(), Error> {
 
 /// Milliseconds since the Unix epoch by the system clock (0 for a clock before 1970).
 pub fn now_unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    use countersign_token::Clock as _;
+    countersign_token::SystemClock.now_ms()
 }
 
 /// When an entry may be reused: after the token's expiry (or now, for a token verified

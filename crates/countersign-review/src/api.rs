@@ -184,7 +184,7 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
 /// `GET /review/pending.json`: the list for scripts of one's own.
 pub(crate) async fn pending(review: &Review, person: &Person) -> PageResult {
     let drafts = waiting(review, person).await?;
-    let now = countersign_replay::now_unix_ms();
+    let now = review.gate.clock().now_ms();
     let list: Vec<Value> = drafts
         .iter()
         .map(|d| {
@@ -254,7 +254,7 @@ pub(crate) async fn statement(
         Kind::Approval,
         &person.name,
         checked,
-        crate::now_secs(),
+        review.gate.clock().now_secs(),
         STATEMENT_VALIDITY_SECS,
     )?;
     Ok(json(

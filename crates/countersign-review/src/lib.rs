@@ -271,7 +271,8 @@ fn static_file(name: &str) -> Option<Response<Body>> {
 
 /// The time, in the Unix seconds statements and links carry.
 pub(crate) fn now_secs() -> i64 {
-    countersign_replay::now_unix_ms() / 1000
+    use countersign_token::Clock as _;
+    countersign_token::SystemClock.now_secs()
 }
 
 /// Whether `person` reviews drafts of `tenant`.

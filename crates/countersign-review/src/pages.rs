@@ -71,7 +71,7 @@ fn pending_row(review: &Review, person: &Person, d: &Draft, now_ms: i64) -> Mark
 /// `GET /review`: the drafts waiting for the person, refreshed by the script.
 pub(crate) async fn list(review: &Review, person: &Person) -> PageResult {
     let drafts = waiting(review, person).await?;
-    let now = countersign_replay::now_unix_ms();
+    let now = review.gate.clock().now_ms();
     let main = html! {
         h1 { "Waiting for a decision" }
         table id="pending" {

@@ -8,9 +8,10 @@ use std::time::Duration;
 use countersign_canon::{Digest, Domain, Principal, digest};
 use countersign_gate::store::{Commit, Snapshot, TxKeys};
 use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Clock, Draft, Gate, GateStore,
-    Policy, Proposal,
+    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Draft, Gate, GateStore, Policy,
+    Proposal,
 };
+use countersign_token::Clock;
 
 mod flows;
 mod people;
@@ -18,14 +19,12 @@ mod races;
 mod tenancy;
 
 /// The policy the suite runs under.
-pub const POLICY: &str = r#"
+pub const POLICY: &str = concat!(
+    // Ceilings the races never reach: the quota scenarios set their own.
+    crate::roomy_limits!(),
+    r#"
 [defaults]
 approval_ttl = "15m"
-
-# Ceilings the races never reach: the quota scenarios set their own.
-[limits]
-open_drafts = 1000000
-proposals = { max = 1000000, per = "1m" }
 
 [tools."publish_post"]
 mode = "approval"
@@ -39,7 +38,8 @@ rate = { max = 2, per = "1m" }
 [tools."retry_me"]
 mode = "approval"
 idempotent = true
-"#;
+"#
+);
 
 /// A clock the test moves by hand.
 #[derive(Debug)]

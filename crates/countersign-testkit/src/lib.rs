@@ -3,8 +3,10 @@
 //!
 //! Each part that needs a library crate sits behind a feature of that name, so a suite builds
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
-//! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own) and `browser` (headless Chromium with a virtual passkey
-//! authenticator). `timing`, `ssh` (keys made by `ssh-keygen`) and [`require_env`] need nothing.
+//! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own) and `browser`
+//! (headless Chromium with a virtual passkey authenticator). `timing`, `ssh` (keys made by
+//! `ssh-keygen`), `policy` (policy text shared by suites and benchmarks) and [`require_env`]
+//! need nothing.
 
 #[cfg(feature = "browser")]
 pub mod browser;
@@ -12,6 +14,7 @@ pub mod browser;
 pub mod gate;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod policy;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "replay")]

@@ -1,4 +1,4 @@
-//! Token settings, the clock, and configuration from the environment.
+//! Token settings and configuration from the environment.
 //!
 //! Out-of-range settings are start-up errors, never silent clamps: an operator who writes a
 //! two-hour TTL should learn at once that tokens live at most an hour, not discover it in an
@@ -21,38 +21,6 @@ pub const MAX_TTL: Duration = Duration::from_secs(60 * 60);
 pub const DEFAULT_SKEW: Duration = Duration::from_secs(60);
 /// Largest clock-skew allowance accepted.
 pub const MAX_SKEW: Duration = Duration::from_secs(5 * 60);
-
-/// Where the current time comes from. Injected, so tests and forensics (`--at`) can fix it and
-/// nothing ever takes the time from a request.
-pub trait Clock: Send + Sync {
-    /// Seconds since the Unix epoch.
-    fn now_unix(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_unix(&self) -> i64 {
-        match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-            // A clock before 1970 is broken; a time at the epoch makes every token look
-            // issued in the future, which refuses rather than accepts.
-            Err(_) => 0,
-        }
-    }
-}
-
-/// A clock stopped at one instant.
-#[derive(Debug, Clone, Copy)]
-pub struct FixedClock(pub i64);
-
-impl Clock for FixedClock {
-    fn now_unix(&self) -> i64 {
-        self.0
-    }
-}
 
 /// Lifetime, skew allowance, replay protection and deployment kind.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use countersign_gate::{Channel, FnAction, Proposal, SqliteStore};
 use countersign_mcp::Countersign;
+use countersign_testkit::policy::ROOMY_LIMITS;
 use criterion::Criterion;
 
 use crate::TEXT;
 use crate::clients::{approver, params};
 use crate::echo::{Client, in_process};
-use crate::fixtures::{ROOMY_LIMITS, no_op};
+use crate::fixtures::no_op;
 use crate::interleaved::{interleaved_after_approval, wants_interleaved};
 use crate::timed::{Timed, bench_after_approval};
 

@@ -270,7 +270,8 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     // Every client calls as the same (absent) principal, so the per-principal ceilings are set
     // beyond what a run proposes.
     let policy = format!(
-        "{DEMO_POLICY}\n[limits]\nopen_drafts = 1000000000\nproposals = {{ max = 1000000000, per = \"1m\" }}\n"
+        "{DEMO_POLICY}\n{}",
+        countersign_testkit::policy::ROOMY_LIMITS
     );
     let mut file = std::fs::OpenOptions::new();
     file.write(true).create_new(true);

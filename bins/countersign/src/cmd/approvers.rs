@@ -24,7 +24,7 @@ pub(crate) enum ApproversCommand {
         /// address `review --web` will serve (default: any free port).
         #[arg(long, value_name = "ADDR", default_value = super::web::DEFAULT_ADDR, conflicts_with = "origin")]
         listen: String,
-        /// A served review page's origin (https://review.example): print a link to
+        /// A served review page's origin (e.g. `https://review.example`): print a link to
         /// /review/enroll there, valid 15 minutes and usable once, minted with the token keys
         /// (--keys or COUNTERSIGN_TOKEN_SECRET) and bound to the replay ledger (--store) the
         /// servers use.

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use countersign_gate::approval::Approvers;
 use countersign_gate::reading::Reading;
 use countersign_gate::{Channel, Draft, Gate, Policy, State};
+use countersign_token::{Clock, SystemClock};
 
 use super::ledger::{block_on, store_url};
 use crate::output::{Ctx, Failure, Report};
@@ -127,12 +128,8 @@ pub(crate) fn shown(text: &str) -> String {
     countersign_canon::show_escaped(text).0
 }
 
-pub(crate) fn now_ms() -> i64 {
-    countersign_replay::now_unix_ms()
-}
-
 fn age(created_at: i64) -> String {
-    countersign_gate::reading::age_text(created_at, now_ms())
+    countersign_gate::reading::age_text(created_at, SystemClock.now_ms())
 }
 
 pub(crate) fn os_user() -> String {
@@ -164,7 +161,7 @@ pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
                 "action": d.action,
                 "state": d.state.name(),
                 "risk": d.risk,
-                "age_seconds": (now_ms() - d.created_at).max(0) / 1000,
+                "age_seconds": (SystemClock.now_ms() - d.created_at).max(0) / 1000,
                 "revision": d.revision.to_hex(),
             }));
         }

@@ -42,7 +42,7 @@ pub(crate) fn run(ctx: &Ctx, command: KeysCommand) -> Result<Report, Failure> {
             "name the keyring file with --keys FILE or COUNTERSIGN_KEYS",
         )
     })?;
-    let now = SystemClock.now_unix();
+    let now = SystemClock.now_secs();
     match command {
         KeysCommand::New { kid } => new(path, kid.as_deref(), now),
         KeysCommand::Rotate { kid } => rotate(path, kid.as_deref(), now),

@@ -4,6 +4,7 @@
 //! always agree on which store and which anchor folder they use.
 
 use countersign_replay::{Integrity, Ledger, OpenOptions, StoreUrl};
+use countersign_token::{Clock, SystemClock};
 
 use crate::output::{Ctx, Failure, Report};
 
@@ -69,10 +70,7 @@ fn id(url: &StoreUrl, ledger: &Ledger) -> Report {
 }
 
 async fn gc(url: &StoreUrl, ledger: &Ledger) -> Result<Report, Failure> {
-    let removed = ledger
-        .gc(countersign_replay::now_unix_ms())
-        .await
-        .map_err(failure)?;
+    let removed = ledger.gc(SystemClock.now_ms()).await.map_err(failure)?;
     Ok(Report::text(
         format!("removed {removed} expired entries"),
         serde_json::json!({ "removed": removed, "ledger_id": ledger.id().as_str(), "store": url.to_string() }),

@@ -10,10 +10,11 @@ use std::path::{Path, PathBuf};
 use countersign_gate::approval::{Kind, Outcome, Signature, Statement, sshsig};
 use countersign_gate::{DraftId, Gate, Resolution};
 use countersign_replay::Ledger;
+use countersign_token::{Clock, SystemClock};
 use ssh_key::PublicKey;
 
 use super::gate::{
-    ApproveArgs, checked, confirm, failure, load_policy, now_ms, open_gate, os_user, present, shown,
+    ApproveArgs, checked, confirm, failure, load_policy, open_gate, os_user, present, shown,
 };
 use super::ledger::{block_on, open as open_ledger, store_url};
 use crate::output::{Ctx, Failure, Report};
@@ -144,9 +145,14 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
                 return Ok(declined(&items));
             }
         }
-        let statement =
-            Statement::new(Kind::Approval, &name, items, now_ms() / 1000, VALIDITY_SECS)
-                .map_err(|e| failure(&e))?;
+        let statement = Statement::new(
+            Kind::Approval,
+            &name,
+            items,
+            SystemClock.now_secs(),
+            VALIDITY_SECS,
+        )
+        .map_err(|e| failure(&e))?;
         let signature = sign(&key, &statement)?;
         let approvals = gate
             .approve_signed(statement.bytes(), &signature)
@@ -223,7 +229,7 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
                     Kind::Resolution(outcome),
                     &name,
                     item,
-                    now_ms() / 1000,
+                    SystemClock.now_secs(),
                     VALIDITY_SECS,
                 )
                 .map_err(|e| failure(&e))?;

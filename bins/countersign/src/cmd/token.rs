@@ -141,7 +141,7 @@ async fn verify(ctx: &Ctx, args: VerifyArgs) -> Result<Report, Failure> {
     if args.consume {
         // A ledger keeps a nonce only until the token's expiry by the real clock; a token made to
         // look fresh by a moved clock could outlive its ledger entry and be spent twice.
-        let real = SystemClock.now_unix();
+        let real = SystemClock.now_secs();
         if call.now.abs_diff(real) > CONSUME_CLOCK_TOLERANCE_SECS {
             return Err(Failure::invalid(
                 "INVALID_ARGUMENT",
@@ -227,7 +227,7 @@ impl Call {
                 ));
             }
             Some(at) => at,
-            None => SystemClock.now_unix(),
+            None => SystemClock.now_secs(),
         };
         Ok(Call {
             tool: a.tool.clone(),

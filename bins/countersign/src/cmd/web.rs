@@ -8,6 +8,7 @@ use std::time::Duration;
 use countersign_gate::approval::Approvers;
 use countersign_review::{Enrollment, Links, Origin, approvers_line};
 use countersign_review::{LoopbackServer, Review};
+use countersign_token::{Clock, SystemClock};
 
 use super::gate::failure;
 use super::ledger::{block_on, open as open_ledger, store_url};
@@ -106,7 +107,7 @@ pub(crate) fn enroll_link(ctx: &Ctx, name: &str, origin: &str) -> Result<Report,
         Origin::parse(origin).map_err(|e| Failure::invalid("INVALID_ARGUMENT", e.to_string()))?;
     let keyring = load_keyring(ctx)?;
     let ledger = block_on(async { open_ledger(&store_url(ctx)?).await })??;
-    let now = countersign_replay::now_unix_ms() / 1000;
+    let now = SystemClock.now_secs();
     let minted = countersign_review::mint(keyring, ledger.id().as_str(), &origin, name, now)
         .map_err(|e| Failure::invalid(e.code().as_str(), e.to_string()))?;
     eprintln!(

@@ -115,7 +115,8 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
                     Err(e) => return Err(e.into()),
                 }
             }
-            State::Proposed(_) | State::Approved(_) if now_ms() <= current.expires_at => {}
+            State::Proposed(_) | State::Approved(_)
+                if core.gate().clock().now_ms() <= current.expires_at => {}
             State::Proposed(_) | State::Approved(_) => {
                 eprintln!(
                     "countersign demo: nobody approved the draft in time; nothing was published"
@@ -185,16 +186,6 @@ fn operation_id() -> String {
             .unwrap_or_default()
             .as_nanos()
     )
-}
-
-fn now_ms() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(i64::MAX)
 }
 
 /// Runs an approved `publish_post` on the demo itself.

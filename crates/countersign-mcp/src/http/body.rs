@@ -1,5 +1,5 @@
 //! The checks on a POST's way in: it counts as in flight until its response ends, and its body
-//! is read within the limit and judged by the raw-bytes [`crate::guard`] — the same judgement as
+//! is read within the limit and judged by the raw-bytes [`crate::raw_guard`] — the same judgement as
 //! on stdio, answered as one JSON-RPC response — before rmcp parses it (with serde_json, which
 //! keeps the last of two equal member names). Other methods carry no body and pass.
 
@@ -17,7 +17,7 @@ use tokio_util::task::TaskTracker;
 use super::conn::Holding;
 use super::front::{Answer, Check, Inner, single};
 use super::plain;
-use crate::guard::{Verdict, inspect};
+use crate::raw_guard::{Verdict, inspect};
 
 /// How long a client may take to send a request body.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -12,7 +12,7 @@
 //! rebinding), the bearer token (when an auth file is given; the client's principal rides in the
 //! request's extensions, where [`crate::principal`] finds it) and the sessions it owns (`front`,
 //! `sessions`), then for a POST the in-flight count, the body limit and the raw-bytes
-//! [`crate::guard`] — the same judgement as on stdio, answered as one JSON-RPC response (`body`).
+//! [`crate::raw_guard`] — the same judgement as on stdio, answered as one JSON-RPC response (`body`).
 //! Only then does rmcp see the request, with its own Host and Origin checks still on.
 //!
 //! Both protocol generations are served by one service: an `initialize` opens a session (the

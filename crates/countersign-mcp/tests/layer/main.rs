@@ -12,6 +12,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::{RoleClient, RunningService};
 use serde_json::{Value, json};
 
+mod confirm;
 mod notify;
 
 /// The wrapped handler: `launch` (may have side effects) and `peek` (read-only), each call

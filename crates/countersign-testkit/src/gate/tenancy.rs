@@ -28,14 +28,13 @@ mode = "approval"
 "#;
 
 /// No ceiling the scenarios reach.
-const ROOMY: &str = r#"
-[limits]
-open_drafts = 1000
-proposals = { max = 1000, per = "1m" }
-
+const ROOMY: &str = concat!(
+    crate::roomy_limits!(),
+    r#"
 [tools."publish_post"]
 mode = "approval"
-"#;
+"#
+);
 
 pub(super) async fn run_all<F, Fut>(make: &F)
 where

@@ -7,7 +7,7 @@
 //! SQLite's write lock, and the decision code above them is the same — while transactions on
 //! different drafts run side by side. The one thing all of them share, the audit chain's tail,
 //! is appended inside the database under a lock of its own that is held only while the server
-//! works, never across a round trip to the client (see [`Sql::append`]). Transitions of
+//! works, never across a round trip to the client (see `Sql::append`). Transitions of
 //! different drafts that arrive together share one transaction (see `batch`). Tables live in a
 //! schema of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
 

@@ -70,7 +70,7 @@ impl ProbeParams<'_> {
             .and_then(|raw| serde_json::from_str::<Meta<'_>>(raw.get()).ok())
             .and_then(|meta| meta.version)
             .and_then(|raw| serde_json::from_str::<Cow<'_, str>>(raw.get()).ok())
-            .is_some_and(|version| crate::revision::is_modern(&version))
+            .is_some_and(|version| crate::protocol_version::is_modern(&version))
     }
 }
 
@@ -153,7 +153,7 @@ fn judge_probe(
             let offset = start.saturating_add(e.offset());
             let result = Error::Unreadable { source: e, offset }.into_result();
             let modern = probe.params.as_ref().is_some_and(ProbeParams::is_modern);
-            let result = crate::revision::shaped(result, modern);
+            let result = crate::protocol_version::shaped(result, modern);
             return Verdict::Reply(response(&id(), &result));
         }
     }

@@ -62,7 +62,7 @@ const REMEMBERED_TOOLS: usize = 1024;
 /// from — every field, not only those the digest covers — so a definition that changed in any
 /// way is hashed afresh and a draft bound to the old one still fails as stale.
 #[derive(Debug, Default)]
-pub struct ToolDigests {
+pub(crate) struct ToolDigests {
     seen: Mutex<HashMap<String, (Tool, Digest)>>,
 }
 
@@ -71,7 +71,7 @@ impl ToolDigests {
     ///
     /// # Errors
     /// As [`tool_digest`].
-    pub fn digest(&self, tool: &Tool) -> Result<Digest> {
+    pub(crate) fn digest(&self, tool: &Tool) -> Result<Digest> {
         if let Ok(seen) = self.seen.lock()
             && let Some((known, digest)) = seen.get(tool.name.as_ref())
             && known == tool
@@ -107,7 +107,7 @@ fn invalid_definition(message: &str) -> Error {
 }
 
 /// Whether the tool says it only reads (`readOnlyHint: true`).
-pub fn is_read_only(tool: &Tool) -> bool {
+pub(crate) fn is_read_only(tool: &Tool) -> bool {
     tool.annotations
         .as_ref()
         .and_then(|a| a.read_only_hint)
@@ -126,7 +126,7 @@ pub enum Marking {
 }
 
 /// The suffix added to the description of a gated tool.
-pub fn suffix(marking: Marking) -> &'static str {
+pub(crate) fn suffix(marking: Marking) -> &'static str {
     match marking {
         Marking::Approval => {
             " [countersign: needs human approval. A call returns APPROVAL_REQUIRED with a draft_id and revision; after a person approves, run it with countersign_execute.]"
@@ -141,7 +141,7 @@ pub fn suffix(marking: Marking) -> &'static str {
 /// The listed form of `tool` under `marking`: the description suffix, `_meta` saying how it is
 /// gated, annotations that stop hosts from treating it as harmless, and for confirm mode the
 /// extra optional properties `dry_run` and `confirmation_token`.
-pub fn decorate(tool: &Tool, marking: Marking, risk: &str) -> Tool {
+pub(crate) fn decorate(tool: &Tool, marking: Marking, risk: &str) -> Tool {
     let mut listed = tool.clone();
     let description = tool.description.as_deref().unwrap_or_default();
     listed.description = Some(format!("{description}{}", suffix(marking)).into());
