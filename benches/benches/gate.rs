@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use countersign_canon::{Limits, Profile, canonicalize};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Gate, MemoryStore, SqliteStore};
+use countersign_gate::{
+    Gate,
+    store::{MemoryStore, SqliteStore},
+};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/fixtures.rs"]

@@ -15,7 +15,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use countersign_gate::{Gate, MemoryStore, Policy};
+use countersign_gate::{Gate, store::MemoryStore, policy::Policy};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_review::Review;
 use countersign_review::enroll::link::{Links, Origin};

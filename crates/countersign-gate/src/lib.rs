@@ -5,13 +5,13 @@
 //! Nothing here speaks MCP: the MCP layer and the `countersign` CLI wire it to the outside.
 #![forbid(unsafe_code)]
 
-pub mod action;
+mod action;
 pub mod approval;
 pub mod audit;
-pub mod error;
+mod error;
 mod gate;
 mod inspect;
-pub mod model;
+mod model;
 mod open;
 mod owner;
 pub mod policy;
@@ -25,7 +25,9 @@ pub mod store;
 mod transact;
 mod view;
 
-pub use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKind, FnAction};
+pub use crate::action::{
+    ActionCall, ActionError, ActionFuture, ActionOutput, ActionPort, FailureKind, FnAction,
+};
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Clock, Gate, MAX_PAGE, SystemClock};
 pub use crate::inspect::AuditReport;
@@ -33,15 +35,9 @@ pub use crate::model::{
     Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,
 };
 pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
-pub use crate::policy::{Channel, Mode, Policy, ToolPolicy, fields, quota};
 pub use crate::stage::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
 pub use crate::stage::propose::Proposal;
 pub use crate::stage::resolve::Resolution;
-pub use crate::state::{Approval, State};
-pub use crate::store::GateStore;
-pub use crate::store::memory::MemoryStore;
-#[cfg(feature = "sqlite")]
-pub use crate::store::sqlite::SqliteStore;
 pub use crate::view::{
     REDACTED, envelope_value, manifest, manifest_of, parse_revision, recorded_tool, scan_value,
 };

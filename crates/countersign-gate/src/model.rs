@@ -54,33 +54,94 @@ impl fmt::Debug for DraftId {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Draft {
     /// Its id.
-    pub id: DraftId,
+    pub(crate) id: DraftId,
     /// The tool name.
-    pub action: String,
+    pub(crate) action: String,
     /// The risk class name from the policy at proposal time.
-    pub risk: String,
+    pub(crate) risk: String,
     /// 1 for the first revision, +1 per `revise`.
-    pub seq: u32,
+    pub(crate) seq: u32,
     /// The current revision.
-    pub revision: Revision,
+    pub(crate) revision: Revision,
     /// The canonical bytes of the current envelope: what runs, byte for byte.
-    pub canonical: Vec<u8>,
+    pub(crate) canonical: Vec<u8>,
     /// JSON Pointers (into the arguments) of fields marked hidden.
-    pub hidden: Vec<String>,
+    pub(crate) hidden: Vec<String>,
     /// Who asked.
-    pub principal: Principal,
+    pub(crate) principal: Principal,
     /// The person who made the current revision by editing it on the review page; `None` when
     /// the agent made it. See [`Draft::proposer`].
-    pub editor: Option<String>,
+    pub(crate) editor: Option<String>,
     /// When it was proposed (Unix milliseconds).
-    pub created_at: i64,
+    pub(crate) created_at: i64,
     /// When an undecided draft expires (Unix milliseconds).
-    pub expires_at: i64,
+    pub(crate) expires_at: i64,
     /// Where it stands.
-    pub state: State,
+    pub(crate) state: State,
 }
 
 impl Draft {
+    /// Its id.
+    pub fn id(&self) -> &DraftId {
+        &self.id
+    }
+
+    /// The tool name.
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// The risk class name from the policy at proposal time.
+    pub fn risk(&self) -> &str {
+        &self.risk
+    }
+
+    /// 1 for the first revision, +1 per `revise`.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The canonical bytes of the current envelope: what runs, byte for byte.
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+
+    /// JSON Pointers (into the arguments) of fields marked hidden.
+    pub fn hidden(&self) -> &[String] {
+        &self.hidden
+    }
+
+    /// Who asked.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The person who made the current revision by editing it on the review page; `None` when
+    /// the agent made it. See [`Draft::proposer`].
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
+    /// When it was proposed (Unix milliseconds).
+    pub fn created_at(&self) -> i64 {
+        self.created_at
+    }
+
+    /// When an undecided draft expires (Unix milliseconds).
+    pub fn expires_at(&self) -> i64 {
+        self.expires_at
+    }
+
+    /// Where it stands.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
     /// The subject that proposed the current revision (CONTRACT.md section 9): the person whose
     /// edit made it, else the agent's subject. `self_approval = false` keeps them from
     /// approving it, so a person's edit needs someone else's eyes like an agent's proposal does.
@@ -109,17 +170,49 @@ impl Draft {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RevisionRecord {
     /// The draft.
-    pub draft_id: DraftId,
+    pub(crate) draft_id: DraftId,
     /// Its number within the draft.
-    pub seq: u32,
+    pub(crate) seq: u32,
     /// The revision.
-    pub revision: Revision,
+    pub(crate) revision: Revision,
     /// The canonical envelope bytes.
-    pub canonical: Vec<u8>,
+    pub(crate) canonical: Vec<u8>,
     /// The person who made it on the review page; `None` when the agent made it.
-    pub editor: Option<String>,
+    pub(crate) editor: Option<String>,
     /// When it was made (Unix milliseconds).
-    pub created_at: i64,
+    pub(crate) created_at: i64,
+}
+
+impl RevisionRecord {
+    /// The draft.
+    pub fn draft_id(&self) -> &DraftId {
+        &self.draft_id
+    }
+
+    /// Its number within the draft.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// The revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The canonical envelope bytes.
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+
+    /// The person who made it on the review page; `None` when the agent made it.
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
+    /// When it was made (Unix milliseconds).
+    pub fn created_at(&self) -> i64 {
+        self.created_at
+    }
 }
 
 /// Where an operation stands.
@@ -170,31 +263,99 @@ impl OpStatus {
 pub struct Operation {
     /// Whose key it is: the principal of the draft it runs. Two principals' operations with
     /// the same id are two operations.
-    pub principal: Principal,
+    pub(crate) principal: Principal,
     /// The caller's key.
-    pub id: String,
+    pub(crate) id: String,
     /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
-    pub fingerprint: Digest,
+    pub(crate) fingerprint: Digest,
     /// The draft it runs.
-    pub draft_id: DraftId,
+    pub(crate) draft_id: DraftId,
     /// The revision it runs.
-    pub revision: Revision,
+    pub(crate) revision: Revision,
     /// Where it stands.
-    pub status: OpStatus,
+    pub(crate) status: OpStatus,
     /// Which runner journaled it (see `owner`), for telling "running" from "died".
-    pub owner: String,
+    pub(crate) owner: String,
     /// Until when a runner on another host counts as alive (Unix milliseconds).
-    pub lease_until: i64,
+    pub(crate) lease_until: i64,
     /// The recorded result (JSON text) once succeeded.
-    pub result: Option<String>,
+    pub(crate) result: Option<String>,
     /// The recorded failure message once failed.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// How many times the action was called for it.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// When it was first journaled (Unix milliseconds).
-    pub started_at: i64,
+    pub(crate) started_at: i64,
     /// When its outcome was recorded (Unix milliseconds).
-    pub finished_at: Option<i64>,
+    pub(crate) finished_at: Option<i64>,
+}
+
+impl Operation {
+    /// Whose key it is: the principal of the draft it runs. Two principals' operations with
+    /// the same id are two operations.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The caller's key.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
+    pub fn fingerprint(&self) -> Digest {
+        self.fingerprint
+    }
+
+    /// The draft it runs.
+    pub fn draft_id(&self) -> &DraftId {
+        &self.draft_id
+    }
+
+    /// The revision it runs.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// Where it stands.
+    pub fn status(&self) -> OpStatus {
+        self.status
+    }
+
+    /// Which runner journaled it (see `owner`), for telling "running" from "died".
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Until when a runner on another host counts as alive (Unix milliseconds).
+    pub fn lease_until(&self) -> i64 {
+        self.lease_until
+    }
+
+    /// The recorded result (JSON text) once succeeded.
+    pub fn result(&self) -> Option<&str> {
+        self.result.as_deref()
+    }
+
+    /// The recorded failure message once failed.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// How many times the action was called for it.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// When it was first journaled (Unix milliseconds).
+    pub fn started_at(&self) -> i64 {
+        self.started_at
+    }
+
+    /// When its outcome was recorded (Unix milliseconds).
+    pub fn finished_at(&self) -> Option<i64> {
+        self.finished_at
+    }
 }
 
 /// Executions of one tool inside the current rate window.

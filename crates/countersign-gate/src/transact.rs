@@ -106,10 +106,7 @@ impl Gate {
     /// Records a refusal that happened before any row was read.
     pub(crate) async fn audit_only(&self, event: AuditEvent) {
         // The same commit however often the store runs the step (it may retry).
-        let mut step = |_: Snapshot| Commit {
-            audit: vec![event.clone()],
-            ..Commit::default()
-        };
+        let mut step = |_: Snapshot| audit(event.clone());
         if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
             tracing::warn!(error = %e, "refusal not audited");
         }

@@ -17,7 +17,7 @@
 
 use countersign_canon::{Object, Principal, Value as CanonValue, show_escaped};
 use countersign_gate::policy::ApprovalChannel;
-use countersign_gate::{Channel, Draft};
+use countersign_gate::{Draft, policy::Channel};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
@@ -179,10 +179,10 @@ impl Asked<'_> {
                 "the approval question is too large to show in the host",
             );
         };
-        let state = confirmer.mint(TOKEN_TOOL, &draft.risk, &bound(draft), principal)?;
+        let state = confirmer.mint(TOKEN_TOOL, &draft.risk(), &bound(draft), principal)?;
         let mut requests = InputRequests::new();
         requests.insert(
-            format!("{KEY_PREFIX}{}", draft.id),
+            format!("{KEY_PREFIX}{}", draft.id()),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         );
         let result = InputRequiredResult::new(Some(requests), Some(state));
@@ -211,7 +211,7 @@ impl Asked<'_> {
         // that acts on nothing leaves the person's answer usable once the cause is gone (the
         // upstream offering the definition the draft was proposed against again, say).
         let draft = crate::status::own_draft(self.core, draft_id, principal).await?;
-        if draft.action != tool.name {
+        if draft.action() != tool.name {
             return Err(mismatch());
         }
         crate::status::check_tool(&draft, Some(tool), self.core.tool_digests())?;
@@ -220,7 +220,7 @@ impl Asked<'_> {
             message: e.to_string(),
         })?;
         confirmer
-            .redeem(state, TOKEN_TOOL, &draft.risk, &bound(&draft), principal)
+            .redeem(state, TOKEN_TOOL, &draft.risk(), &bound(&draft), principal)
             .await?;
         // The token is spent: this answer is acted on at most once. The retried arguments must
         // make the very revision the person was shown; identical bytes leave the draft as it is,
@@ -229,9 +229,9 @@ impl Asked<'_> {
         let held = self
             .core
             .gate()
-            .revise(draft.id.as_str(), &draft.revision.to_hex(), &bytes)
+            .revise(draft.id().as_str(), &draft.revision().to_hex(), &bytes)
             .await?;
-        if held.revision != draft.revision {
+        if held.revision() != draft.revision() {
             return Err(mismatch());
         }
         let answer = serde_json::from_value::<ElicitResult>(answer.clone())
@@ -241,8 +241,8 @@ impl Asked<'_> {
 
     /// Acts on the answer (or its absence) for `draft`.
     async fn decide(&self, draft: &Draft, answer: Result<ElicitResult, String>) -> Result<Next> {
-        let id = draft.id.as_str();
-        let revision = draft.revision.to_hex();
+        let id = draft.id().as_str();
+        let revision = draft.revision().to_hex();
         let gate = self.core.gate();
         match answer.as_ref().map(verdict) {
             Ok(Verdict::Approve) => {
@@ -284,7 +284,7 @@ impl Asked<'_> {
                 draft,
                 &format!(
                     "{why}: the policy lets a person approve {} only inside the host (approval = \"elicitation\"), so `countersign approve` cannot approve this draft; call the tool again from a host that supports elicitation",
-                    show_escaped(&draft.action).0
+                    show_escaped(&draft.action()).0
                 ),
                 approvals,
             )?,
@@ -314,11 +314,11 @@ fn bound(draft: &Draft) -> CanonValue {
     let object: Object = [
         (
             "draft_id".to_owned(),
-            CanonValue::String(draft.id.as_str().to_owned()),
+            CanonValue::String(draft.id().as_str().to_owned()),
         ),
         (
             "revision".to_owned(),
-            CanonValue::String(draft.revision.to_hex()),
+            CanonValue::String(draft.revision().to_hex()),
         ),
     ]
     .into_iter()
@@ -360,7 +360,7 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
     let manifest = countersign_gate::manifest(draft)?;
     let mut text = format!(
         "Approve this call of {}? It runs exactly these values, once:\n\n",
-        show_escaped(&draft.action).0
+        show_escaped(&draft.action()).0
     );
     // Counted before anything is written: a draft too large to ask about is left to the CLI.
     if manifest.size().text_bytes > MAX_MESSAGE {
@@ -372,7 +372,8 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
         .map_err(|_| countersign_gate::Error::Tampered)?;
     text.push_str(&format!(
         "\ndraft {}\nrevision {}\n\nTick \"{APPROVE}\" to run this revision; decline to refuse it.",
-        draft.id, draft.revision
+        draft.id(),
+        draft.revision()
     ));
     let schema = ElicitationSchema::builder()
         .required_bool_property(APPROVE, |b| {

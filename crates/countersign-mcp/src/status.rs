@@ -5,7 +5,7 @@
 //! rather than refused, so its existence is not disclosed either.
 
 use countersign_canon::Principal;
-use countersign_gate::{Cursor, Draft, Page, State};
+use countersign_gate::{Cursor, Draft, Page, state::State};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
@@ -39,7 +39,7 @@ pub(crate) async fn own_draft(
     principal: &Principal,
 ) -> Result<Draft> {
     let draft = core.gate().draft(id).await?;
-    if draft.principal != *principal {
+    if draft.principal() != principal {
         return Err(countersign_gate::Error::NotFound.into());
     }
     Ok(draft)
@@ -66,7 +66,7 @@ pub(crate) async fn status(
     tools::only(args, &["draft_id"])?;
     let draft = own_draft(core, tools::text(args, "draft_id")?, principal).await?;
     let manifest = countersign_gate::manifest(&draft)?;
-    let approval = draft.state.approval().map(|a| {
+    let approval = draft.state().approval().map(|a| {
         json!({
             "revision": a.revision().to_hex(),
             "approver": a.approver(),
@@ -75,40 +75,45 @@ pub(crate) async fn status(
             "expires_at": a.expires_at(),
         })
     });
-    let outcome = match draft.state.operation_id() {
-        Some(op) => match core.gate().store().operation(&draft.principal, op).await? {
+    let outcome = match draft.state().operation_id() {
+        Some(op) => match core
+            .gate()
+            .store()
+            .operation(&draft.principal(), op)
+            .await?
+        {
             Some(o) => json!({
-                "operation_id": o.id,
-                "status": o.status.as_str(),
-                "result": o.result.as_deref()
+                "operation_id": o.id(),
+                "status": o.status().as_str(),
+                "result": o.result().as_deref()
                     .and_then(|r| serde_json::from_str::<Value>(r).ok())
                     .and_then(|r| r.get("structured").cloned())
                     .unwrap_or(Value::Null),
-                "error": o.error,
+                "error": o.error(),
             }),
             None => Value::Null,
         },
         None => Value::Null,
     };
-    let rejection = match &draft.state {
-        State::Rejected(r) => json!({"by": r.by, "reason": r.reason}),
+    let rejection = match &draft.state() {
+        State::Rejected(r) => json!({"by": r.by(), "reason": r.reason()}),
         _ => Value::Null,
     };
     let structured = json!({
-        "draft_id": draft.id.as_str(),
-        "action": draft.action,
-        "state": draft.state.name(),
-        "revision": draft.revision.to_hex(),
+        "draft_id": draft.id().as_str(),
+        "action": draft.action(),
+        "state": draft.state().name(),
+        "revision": draft.revision().to_hex(),
         "envelope": envelope_text(&draft),
         "manifest": manifest.entries_json(),
         "approval": approval.unwrap_or(Value::Null),
         "rejection": rejection,
         "outcome": outcome,
-        "created_at": draft.created_at,
-        "expires_at": draft.expires_at,
+        "created_at": draft.created_at(),
+        "expires_at": draft.expires_at(),
     });
     Ok(ok(
-        format!("draft {} is {}", draft.id, draft.state.name()),
+        format!("draft {} is {}", draft.id(), draft.state().name()),
         structured,
     ))
 }
@@ -197,16 +202,18 @@ pub(crate) async fn revise(
     let draft = core.gate().revise(id, expected, &bytes).await?;
     let manifest = countersign_gate::manifest(&draft)?;
     let structured = json!({
-        "draft_id": draft.id.as_str(),
-        "state": draft.state.name(),
-        "revision": draft.revision.to_hex(),
+        "draft_id": draft.id().as_str(),
+        "state": draft.state().name(),
+        "revision": draft.revision().to_hex(),
         "envelope": envelope_text(&draft),
         "manifest": manifest.entries_json(),
     });
     Ok(ok(
         format!(
             "draft {} revised; any earlier approval is void: ask a person to run `countersign approve {} {}`",
-            draft.id, draft.id, draft.revision
+            draft.id(),
+            draft.id(),
+            draft.revision()
         ),
         structured,
     ))

@@ -96,7 +96,7 @@ async fn signed_in(review: &Review, assertion: &str, challenge: &[u8]) -> Result
     let moved = review
         .gate
         .store()
-        .advance_passkey_counter(&a.credential_id, verified.counter)
+        .advance_passkey_counter(&a.credential_id, verified.counter())
         .await?;
     if !moved {
         return Err(Error::SignatureInvalid {
@@ -139,7 +139,7 @@ pub(crate) async fn login(review: &Review, call: &Call) -> Response<Body> {
 /// A draft `person` may see: refused as `NOT_FOUND` when it is another tenant's.
 pub(crate) async fn visible(review: &Review, person: &Person, id: &str) -> Result<Draft, Error> {
     let draft = review.gate.draft(id).await?;
-    if !serves(review, person, draft.principal.tenant.as_deref()) {
+    if !serves(review, person, draft.principal().tenant.as_deref()) {
         return Err(Error::NotFound);
     }
     Ok(draft)
@@ -152,7 +152,7 @@ pub(crate) async fn waiting(review: &Review, person: &Person) -> Result<Vec<Draf
         .pending()
         .await?
         .into_iter()
-        .filter(|d| serves(review, person, d.principal.tenant.as_deref()))
+        .filter(|d| serves(review, person, d.principal().tenant.as_deref()))
         .collect())
 }
 
@@ -161,14 +161,14 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
     let need = review
         .gate
         .policy()
-        .lookup(&d.action)
+        .lookup(&d.action())
         .map_or(1, |t| t.need());
-    (d.state.approvals().len(), need)
+    (d.state().approvals().len(), need)
 }
 
 /// Seconds since the draft was proposed.
 pub(crate) fn age_secs(d: &Draft) -> i64 {
-    (countersign_replay::now_unix_ms() - d.created_at).max(0) / 1000
+    (countersign_replay::now_unix_ms() - d.created_at()).max(0) / 1000
 }
 
 /// `GET /review/pending.json`.
@@ -182,12 +182,12 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> 
         .map(|d| {
             let (have, need) = quorum(review, d);
             json!({
-                "draft_id": d.id.as_str(),
-                "action": countersign_canon::show_escaped(&d.action).0,
-                "state": d.state.name(),
-                "risk": d.risk,
+                "draft_id": d.id().as_str(),
+                "action": countersign_canon::show_escaped(&d.action()).0,
+                "state": d.state().name(),
+                "risk": d.risk(),
                 "age_seconds": age_secs(d),
-                "revision": d.revision.to_hex(),
+                "revision": d.revision().to_hex(),
                 "approvals": { "have": have, "need": need },
             })
         })
@@ -344,7 +344,12 @@ pub(crate) async fn approve_unsigned(
     }
     match review
         .gate
-        .approve(id, revision, &person.name, countersign_gate::Channel::Cli)
+        .approve(
+            id,
+            revision,
+            &person.name,
+            countersign_gate::policy::Channel::Cli,
+        )
         .await
     {
         Ok(_) => guard::json(
@@ -440,9 +445,9 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, o: &Form) -
         Ok(d) => guard::json(
             StatusCode::OK,
             &json!({
-                "draft_id": d.id.as_str(),
-                "revision": d.revision.to_hex(),
-                "location": format!("{}/draft/{}", person.base, d.id.as_str()),
+                "draft_id": d.id().as_str(),
+                "revision": d.revision().to_hex(),
+                "location": format!("{}/draft/{}", person.base, d.id().as_str()),
             }),
         ),
         Err(e) => refusal(&e),

@@ -80,6 +80,6 @@ pub(crate) fn edit_form(d: &Draft, m: &Manifest) -> String {
          revision, shown again before anyone signs it. Only the fields you change are sent; \
          every other value stays byte for byte.</p>{fields}\
          <button type=\"submit\" id=\"save\">Save as a new revision</button></form>",
-        esc(&d.revision.to_hex())
+        esc(&d.revision().to_hex())
     )
 }

@@ -121,13 +121,13 @@ pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
              aria-label=\"select {id}\"></td><td><a href=\"{base}/draft/{id}\">{action}</a></td>\
              <td class=\"risk\">{risk}</td><td>{age}</td><td>{have}/{need}</td><td>{state}</td>\
              <td><code>{rev}</code></td></tr>",
-            id = esc(d.id.as_str()),
+            id = esc(d.id().as_str()),
             base = esc(&person.base),
-            action = shown(&d.action),
-            risk = esc(&d.risk),
+            action = shown(&d.action()),
+            risk = esc(&d.risk()),
             age = age_text(age_secs(d)),
-            state = esc(d.state.name()),
-            rev = esc(&d.revision.to_hex()[..12]),
+            state = esc(d.state().name()),
+            rev = esc(&d.revision().to_hex()[..12]),
         );
     }
     let main = format!(
@@ -226,12 +226,12 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
          <h2>{action}</h2><dl><dt>draft</dt><dd><code>{id}</code></dd><dt>state</dt><dd>{state}</dd>\
          <dt>risk</dt><dd>{risk}</dd><dt>revision</dt><dd>{seq}</dd>\
          <dt>approvals</dt><dd>{have}/{need}</dd></dl>",
-        id = esc(d.id.as_str()),
-        rev = esc(&d.revision.to_hex()),
-        action = shown(&d.action),
-        state = esc(d.state.name()),
-        risk = esc(&d.risk),
-        seq = d.seq,
+        id = esc(d.id().as_str()),
+        rev = esc(&d.revision().to_hex()),
+        action = shown(&d.action()),
+        state = esc(d.state().name()),
+        risk = esc(&d.risk()),
+        seq = d.seq(),
     );
     if m.flagged() {
         out.push_str(
@@ -240,25 +240,25 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
         );
     }
     out.push_str(&manifest_table(m));
-    let revisions = review.gate.store().revisions(&d.id).await?;
-    if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
-        let old = countersign_gate::manifest_of(&prev.canonical, &d.hidden)?;
+    let revisions = review.gate.store().revisions(&d.id()).await?;
+    if let Some(prev) = revisions.iter().rev().find(|r| r.seq() + 1 == d.seq()) {
+        let old = countersign_gate::manifest_of(&prev.canonical(), &d.hidden())?;
         let _ = write!(
             out,
             "<h3>Changes since revision {} (<code>{}</code>)</h3>{}",
-            prev.seq,
-            esc(&prev.revision.to_hex()),
+            prev.seq(),
+            esc(&prev.revision().to_hex()),
             diff(&old, m)
         );
     }
     out.push_str(&crate::tools::section(review.tools.as_deref(), d));
-    let envelope = countersign_canon::show_escaped(&String::from_utf8_lossy(&d.canonical)).0;
+    let envelope = countersign_canon::show_escaped(&String::from_utf8_lossy(&d.canonical())).0;
     let _ = write!(
         out,
         "<h3>Envelope</h3><pre class=\"envelope\">{}</pre>\
          <p>revision <code class=\"revision\">{}</code></p></section>",
         esc(&envelope),
-        esc(&d.revision.to_hex())
+        esc(&d.revision().to_hex())
     );
     Ok(out)
 }
@@ -266,8 +266,8 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
 /// Why a draft cannot be shown in full: its manifest is over the policy's limit (a draft stored
 /// under a larger limit, say). Counted without building the manifest.
 fn over_limit(review: &Review, d: &Draft) -> Option<String> {
-    let hidden: Vec<String> = d.hidden.iter().map(|h| format!("/args{h}")).collect();
-    let size = countersign_canon::manifest_size(&d.canonical, &hidden).ok()?;
+    let hidden: Vec<String> = d.hidden().iter().map(|h| format!("/args{h}")).collect();
+    let size = countersign_canon::manifest_size(&d.canonical(), &hidden).ok()?;
     let limits = review.gate.policy().manifest_limits();
     limits.check(&size).err().map(|e| e.message().to_owned())
 }
@@ -281,10 +281,10 @@ fn refused_section(d: &Draft, why: &str) -> String {
          <dt>revision</dt><dd><code>{rev}</code></dd></dl>\
          <p class=\"warn\" id=\"too-large\">TOO_LARGE: this draft is not shown: {why}. Nobody can \
          approve what they cannot read; it can only be rejected.</p></section>",
-        id = esc(d.id.as_str()),
-        rev = esc(&d.revision.to_hex()),
-        action = shown(&d.action),
-        state = esc(d.state.name()),
+        id = esc(d.id().as_str()),
+        rev = esc(&d.revision().to_hex()),
+        action = shown(&d.action()),
+        state = esc(d.state().name()),
         why = esc(why),
     )
 }
@@ -316,7 +316,7 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
         Ok(d) => d,
         Err(e) => return refusal(&e),
     };
-    let open = d.state.is_open();
+    let open = d.state().is_open();
     let (body, form, approvable) = if let Some(why) = over_limit(review, &d) {
         (refused_section(&d, &why), String::new(), false)
     } else {
@@ -342,8 +342,8 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> Respons
     };
     let data = format!(
         " data-draft=\"{}\" data-revision=\"{}\"",
-        esc(d.id.as_str()),
-        esc(&d.revision.to_hex())
+        esc(d.id().as_str()),
+        esc(&d.revision().to_hex())
     );
     let main = format!(
         "<p><a href=\"{}\">← all drafts</a></p>{body}{actions}{form}",

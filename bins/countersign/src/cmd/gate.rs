@@ -9,7 +9,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Channel, Draft, Gate, Policy, State};
+use countersign_gate::{
+    Draft, Gate,
+    policy::{Channel, Policy},
+    state::State,
+};
 
 use super::ledger::{block_on, store_url};
 use crate::output::{Ctx, Failure, Report};
@@ -159,18 +163,18 @@ pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
         for d in &drafts {
             human.push_str(&format!(
                 "{}  {}  {}  {}\n",
-                d.id,
-                shown(&d.action),
-                age(d.created_at),
-                d.revision
+                d.id(),
+                shown(&d.action()),
+                age(d.created_at()),
+                d.revision()
             ));
             list.push(serde_json::json!({
-                "draft_id": d.id.as_str(),
-                "action": d.action,
-                "state": d.state.name(),
-                "risk": d.risk,
-                "age_seconds": (now_ms() - d.created_at).max(0) / 1000,
-                "revision": d.revision.to_hex(),
+                "draft_id": d.id().as_str(),
+                "action": d.action(),
+                "state": d.state().name(),
+                "risk": d.risk(),
+                "age_seconds": (now_ms() - d.created_at()).max(0) / 1000,
+                "revision": d.revision().to_hex(),
             }));
         }
         Ok(Report {
@@ -233,12 +237,12 @@ fn manifest_lines(m: &countersign_canon::Manifest, paint: Paint) -> String {
 fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String {
     format!(
         "draft     {}\naction    {}\nstate     {}\nrisk      {}\nrevision  {} (of {})\n\n{}\nrevision {}\n",
-        d.id,
-        shown(&d.action),
-        d.state.name(),
-        d.risk,
-        d.seq,
-        d.seq,
+        d.id(),
+        shown(&d.action()),
+        d.state().name(),
+        d.risk(),
+        d.seq(),
+        d.seq(),
         manifest_lines(m, paint),
         m.revision
     )
@@ -251,7 +255,7 @@ pub(crate) async fn checked(
 ) -> Result<(Draft, countersign_canon::Manifest), Failure> {
     let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
     let manifest = countersign_gate::manifest(&draft).map_err(|e| failure(&e))?;
-    if manifest.revision != draft.revision {
+    if manifest.revision != draft.revision() {
         return Err(failure(&countersign_gate::Error::Tampered));
     }
     within_limit(gate, &manifest)?;
@@ -277,15 +281,15 @@ pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
         let gate = open_gate(ctx, empty_policy()?).await?;
         let (d, m) = checked(&gate, &args.draft).await?;
         let json = serde_json::json!({
-            "draft_id": d.id.as_str(),
-            "action": d.action,
-            "state": d.state.name(),
-            "risk": d.risk,
-            "seq": d.seq,
+            "draft_id": d.id().as_str(),
+            "action": d.action(),
+            "state": d.state().name(),
+            "risk": d.risk(),
+            "seq": d.seq(),
             "revision": m.revision.to_hex(),
-            "envelope": String::from_utf8_lossy(&d.canonical),
+            "envelope": String::from_utf8_lossy(&d.canonical()),
             "manifest": m.entries_json(),
-            "approval": approval_json(&d.state),
+            "approval": approval_json(&d.state()),
         });
         let paint = Paint::for_stream(std::io::stdout().is_terminal());
         Ok(Report::text(describe(&d, &m, paint), json))
@@ -336,16 +340,17 @@ pub(crate) async fn present(
     }
     let revisions = gate
         .store()
-        .revisions(&d.id)
+        .revisions(&d.id())
         .await
         .map_err(|e| failure(&e))?;
-    if let Some(prev) = revisions.iter().rev().find(|r| r.seq + 1 == d.seq) {
-        let old =
-            countersign_gate::manifest_of(&prev.canonical, &d.hidden).map_err(|e| failure(&e))?;
+    if let Some(prev) = revisions.iter().rev().find(|r| r.seq() + 1 == d.seq()) {
+        let old = countersign_gate::manifest_of(&prev.canonical(), &d.hidden())
+            .map_err(|e| failure(&e))?;
         within_limit(gate, &old)?;
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
-            prev.seq, prev.revision
+            prev.seq(),
+            prev.revision()
         ));
         text.push_str(&diff(&old, m, paint));
     }
@@ -358,7 +363,7 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
         m.revision,
-        shown(&d.action)
+        shown(&d.action())
     ));
     confirm(&text)
 }
@@ -411,7 +416,7 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         if !args.yes && !ask(&gate, &d, &m).await? {
             return Ok(Report {
                 human: b"not approved\n".to_vec(),
-                json: serde_json::json!({ "approved": false, "draft_id": d.id.as_str() }),
+                json: serde_json::json!({ "approved": false, "draft_id": d.id().as_str() }),
                 exit: 1,
             });
         }
@@ -423,14 +428,14 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         Ok(Report::text(
             format!(
                 "approved {} revision {} as {} (valid {}s)",
-                d.id,
+                d.id(),
                 a.revision(),
                 a.approver(),
                 (a.expires_at() - a.approved_at()) / 1000
             ),
             serde_json::json!({
                 "approved": true,
-                "draft_id": d.id.as_str(),
+                "draft_id": d.id().as_str(),
                 "revision": a.revision().to_hex(),
                 "approver": a.approver(),
                 "channel": a.channel().as_str(),

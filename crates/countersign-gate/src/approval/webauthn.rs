@@ -61,7 +61,14 @@ pub struct Assertion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
     /// The authenticator's signature counter (0 for authenticators that keep none).
-    pub counter: u32,
+    pub(crate) counter: u32,
+}
+
+impl Verified {
+    /// The authenticator's signature counter (0 for authenticators that keep none).
+    pub fn counter(&self) -> u32 {
+        self.counter
+    }
 }
 
 fn malformed(why: &'static str) -> Error {

@@ -69,21 +69,63 @@ impl Gate {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
     /// The draft.
-    pub draft_id: String,
+    pub(crate) draft_id: String,
     /// The action.
-    pub action: String,
+    pub(crate) action: String,
     /// The revision, recomputed from the envelope.
-    pub revision: String,
+    pub(crate) revision: String,
     /// Each counted approver and how their approval was made (`ssh` or `unsigned`).
-    pub approvals: Vec<(String, String)>,
+    pub(crate) approvals: Vec<(String, String)>,
     /// The execution's operation id and outcome, when it ran.
-    pub execution: Option<(String, String)>,
+    pub(crate) execution: Option<(String, String)>,
     /// Whether the signing keys were checked against an approvers file.
-    pub keys_checked: bool,
+    pub(crate) keys_checked: bool,
     /// The person whose edit on the review page made the revision, when a person's edit did.
-    pub editor: Option<String>,
+    pub(crate) editor: Option<String>,
     /// The quorum, signature and self-approval rule the verification relied on, and its source.
-    pub rule: Rule,
+    pub(crate) rule: Rule,
+}
+
+impl Verified {
+    /// The draft.
+    pub fn draft_id(&self) -> &str {
+        &self.draft_id
+    }
+
+    /// The action.
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// The revision, recomputed from the envelope.
+    pub fn revision(&self) -> &str {
+        &self.revision
+    }
+
+    /// Each counted approver and how their approval was made (`ssh` or `unsigned`).
+    pub fn approvals(&self) -> &[(String, String)] {
+        &self.approvals
+    }
+
+    /// The execution's operation id and outcome, when it ran.
+    pub fn execution(&self) -> Option<&(String, String)> {
+        self.execution.as_ref()
+    }
+
+    /// Whether the signing keys were checked against an approvers file.
+    pub fn keys_checked(&self) -> bool {
+        self.keys_checked
+    }
+
+    /// The person whose edit on the review page made the revision, when a person's edit did.
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
+    /// The quorum, signature and self-approval rule the verification relied on, and its source.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
 }
 
 /// What the verifier trusts besides the receipt itself.

@@ -4,7 +4,7 @@
 use countersign_canon::{Digest, Revision};
 
 use crate::action::ActionPort;
-use crate::approval::statement::CLOCK_SKEW_SECS;
+use crate::approval::CLOCK_SKEW_SECS;
 use crate::approval::{Approvers, Kind, allowed, check_signed};
 use crate::audit::AuditEvent;
 use crate::error::Error;
