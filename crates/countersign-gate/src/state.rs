@@ -21,6 +21,24 @@ use crate::approval::Evidence;
 use crate::policy::Channel;
 
 /// One person's approval of one revision; consumed by the run it allows.
+///
+/// Made only by the gate's approve stage or read back from a store row:
+///
+/// ```compile_fail,E0451
+/// use countersign_canon::Revision;
+/// use countersign_gate::policy::Channel;
+/// use countersign_gate::state::Approval;
+/// fn forge(revision: Revision) -> Approval {
+///     Approval {
+///         revision,
+///         approver: "alice".into(),
+///         channel: Channel::Cli,
+///         approved_at: 0,
+///         expires_at: i64::MAX,
+///         evidence: None,
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// The revision approved.
@@ -82,6 +100,13 @@ pub struct Proposed;
 
 /// One or more people approved the current revision; nothing has run. Whether they are enough
 /// (the policy's quorum) is decided when a run is claimed, under the policy of that moment.
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::state::{Approval, Approved};
+/// fn forge(approval: Approval) -> Approved {
+///     Approved { approvals: vec![approval] }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approved {
     /// The approvals, one per approver, oldest first; never empty.
@@ -89,6 +114,21 @@ pub struct Approved {
 }
 
 /// The approval was consumed and the run journaled; the action may be running now.
+///
+/// Outside this crate a run state can be read, never made or moved on: only the gate's
+/// execute stage, past its checks, turns an approval into one.
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::state::{Executing, State};
+/// let forged = State::Executing(Executing { operation_id: "op-1".into() });
+/// ```
+///
+/// ```compile_fail,E0624
+/// use countersign_gate::state::{Approved, Executing};
+/// fn run(approved: Approved) -> Executing {
+///     approved.claim("op-1".into())
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executing {
     /// The operation that runs it.

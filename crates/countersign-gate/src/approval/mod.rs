@@ -94,7 +94,15 @@ impl Evidence {
     }
 }
 
-/// A statement whose signature verified by a key listed for the approver it names.
+/// A statement whose signature verified by a key listed for the approver it names: made only
+/// by [`check_signed`].
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::approval::{Checked, Evidence, Statement};
+/// fn forge(statement: Statement, evidence: Evidence) -> Checked {
+///     Checked { statement, evidence, counter: None }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Checked {
     /// The statement.

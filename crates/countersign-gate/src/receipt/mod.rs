@@ -65,7 +65,24 @@ impl Gate {
     }
 }
 
-/// What a receipt verification established, for a person to read.
+/// What a receipt verification established, for a person to read: made only by
+/// [`verify_receipt`].
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::receipt::{Rule, Verified};
+/// fn forge(rule: Rule) -> Verified {
+///     Verified {
+///         draft_id: String::new(),
+///         action: String::new(),
+///         revision: String::new(),
+///         approvals: Vec::new(),
+///         execution: None,
+///         keys_checked: true,
+///         editor: None,
+///         rule,
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
     /// The draft.

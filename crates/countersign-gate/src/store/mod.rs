@@ -98,20 +98,21 @@ pub struct Snapshot {
 /// own. A store may run a step more than once and gets the same commit each time. The one
 /// commit anyone can make is [`Commit::default`], which writes nothing.
 ///
-/// ```compile_fail
-/// # use countersign_gate::store::Commit;
-/// # fn forge(draft: countersign_gate::Draft) {
-/// // Fields are private: no commit carries a draft the gate did not decide on.
-/// let c = Commit { draft: Some(draft), ..Commit::default() };
-/// # }
+/// ```compile_fail,E0451
+/// use countersign_gate::Draft;
+/// use countersign_gate::store::Commit;
+/// // No commit carries a draft (an executing one, say) the gate did not decide on.
+/// fn forge(draft: Draft) -> Commit {
+///     Commit { draft: Some(draft), ..Commit::default() }
+/// }
 /// ```
 ///
-/// ```compile_fail
-/// # use countersign_gate::store::Commit;
-/// # fn copy(c: &Commit) {
-/// // Not `Clone`: a commit the gate handed a store cannot be kept to be written again later.
-/// let again = c.clone();
-/// # }
+/// ```compile_fail,E0277
+/// use countersign_gate::store::Commit;
+/// // Not `Clone`: a step's commit cannot be copied to be written again elsewhere.
+/// fn copy(commit: &Commit) -> Commit {
+///     Clone::clone(commit)
+/// }
 /// ```
 #[derive(Debug, Default)]
 pub struct Commit {
