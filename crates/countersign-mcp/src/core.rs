@@ -273,10 +273,8 @@ impl Countersign {
         args: &Map<String, Value>,
         principal: Principal,
     ) -> Result<countersign_gate::Draft> {
-        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-            rule: "INVALID_JSON",
-            message: e.to_string(),
-        })?;
+        let bytes = serde_json::to_vec(args)
+            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
         let draft = self
             .gate
             .propose(Proposal {

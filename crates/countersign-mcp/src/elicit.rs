@@ -215,10 +215,8 @@ impl Asked<'_> {
             return Err(mismatch());
         }
         crate::status::check_tool(&draft, Some(tool), self.core.tool_digests())?;
-        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-            rule: "INVALID_JSON",
-            message: e.to_string(),
-        })?;
+        let bytes = serde_json::to_vec(args)
+            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
         confirmer
             .redeem(state, TOKEN_TOOL, &draft.risk(), &bound(&draft), principal)
             .await?;

@@ -142,12 +142,14 @@ pub(crate) async fn list(
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| (1..=countersign_gate::MAX_PAGE).contains(n))
-            .ok_or_else(|| Error::InvalidArgument {
-                rule: "SCHEMA",
-                message: format!(
-                    "`limit` is an integer from 1 to {}",
-                    countersign_gate::MAX_PAGE
-                ),
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "SCHEMA",
+                    format!(
+                        "`limit` is an integer from 1 to {}",
+                        countersign_gate::MAX_PAGE
+                    ),
+                )
             })?,
     };
     let page = core.gate().list(principal, &Page { after, limit }).await?;
@@ -189,16 +191,14 @@ pub(crate) async fn revise(
     let id = tools::text(args, "draft_id")?;
     let expected = tools::text(args, "expected_revision")?;
     let Some(Value::Object(new_args)) = args.get("args") else {
-        return Err(Error::InvalidArgument {
-            rule: "SCHEMA",
-            message: "`args` is required and must be an object".into(),
-        });
+        return Err(Error::invalid_argument(
+            "SCHEMA",
+            "`args` is required and must be an object".into(),
+        ));
     };
     own_draft(core, id, principal).await?;
-    let bytes = serde_json::to_vec(new_args).map_err(|e| Error::InvalidArgument {
-        rule: "INVALID_JSON",
-        message: e.to_string(),
-    })?;
+    let bytes = serde_json::to_vec(new_args)
+        .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
     let draft = core.gate().revise(id, expected, &bytes).await?;
     let manifest = countersign_gate::manifest(&draft)?;
     let structured = json!({

@@ -48,12 +48,12 @@ pub fn check_loopback(addr: SocketAddr) -> Result<()> {
     if addr.ip().is_loopback() {
         Ok(())
     } else {
-        Err(Error::InvalidArgument {
-            rule: "NOT_LOOPBACK",
-            message: format!(
+        Err(Error::invalid_argument(
+            "NOT_LOOPBACK",
+            format!(
                 "--web {addr} is not a loopback address; the demo's review page serves loopback only (e.g. 127.0.0.1:8765)"
             ),
-        })
+        ))
     }
 }
 
@@ -230,7 +230,7 @@ mod tests {
         assert!(check_loopback(([127, 0, 0, 1], 0).into()).is_ok());
         assert!(matches!(
             check_loopback(([0, 0, 0, 0], 8765).into()),
-            Err(Error::InvalidArgument { .. })
+            Err(Error::Gate(countersign_gate::Error::InvalidArgument { .. }))
         ));
     }
 }
