@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use countersign_canon::{Domain, Limits, Principal, Profile, digest};
 use countersign_gate::ActionFuture;
+use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::{
     ActionCall, ActionError, ActionOutput, Execution, FnAction, Gate, Proposal,
-    policy::{Channel, Policy},
 };
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
 

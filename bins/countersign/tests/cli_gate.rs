@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Draft, Gate, Proposal, policy::Policy, store::SqliteStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{Draft, Gate, Proposal};
 use countersign_replay::StoreUrl;
 
 const POLICY: &str = r#"

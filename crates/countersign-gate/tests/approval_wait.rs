@@ -3,11 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign_gate::{
-    Gate,
-    policy::{Channel, Policy},
-    store::MemoryStore,
-};
+use countersign_gate::Gate;
+use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::store::MemoryStore;
 use countersign_testkit::gate::{CountingAction, ManualClock, propose};
 
 const T0: i64 = 1_764_000_000_000;

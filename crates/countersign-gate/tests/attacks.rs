@@ -8,12 +8,10 @@ use std::time::Duration;
 
 use countersign_canon::Principal;
 use countersign_gate::audit::Anchor;
-use countersign_gate::{
-    Draft, Gate, Proposal,
-    policy::{Channel, Policy},
-    store::SqliteStore,
-};
-use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, tool};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{Draft, Gate, Proposal};
+use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approve, tool};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -72,15 +70,7 @@ impl World {
     }
 
     async fn approve(&self, d: &Draft) {
-        self.gate
-            .approve(
-                d.id().as_str(),
-                &d.revision().to_hex(),
-                "alice",
-                Channel::Cli,
-            )
-            .await
-            .expect("approve");
+        approve(&self.gate, d).await;
     }
 
     async fn run(&self, d: &Draft, rev: &str, op: &str) -> Result<bool, &'static str> {

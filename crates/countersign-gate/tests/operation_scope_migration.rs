@@ -7,12 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
-use countersign_gate::{
-    Draft, Gate, Proposal,
-    policy::{Channel, Policy},
-    store::GateStore,
-};
-use countersign_testkit::gate::{CountingAction, ManualClock, tool};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Gate, Proposal};
+use countersign_testkit::gate::{CountingAction, ManualClock, approve, tool};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -44,14 +42,7 @@ async fn approved_as(g: &Gate, who: &Principal, title: &str) -> Draft {
         })
         .await
         .expect("propose");
-    g.approve(
-        d.id().as_str(),
-        &d.revision().to_hex(),
-        "alice",
-        Channel::Cli,
-    )
-    .await
-    .expect("approve");
+    approve(&g, &d).await;
     d
 }
 

@@ -7,12 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_gate::audit::verify;
+use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::store::PostgresStore;
 use countersign_gate::store::{GateStore, Snapshot, TxKeys};
-use countersign_gate::{
-    Gate, OpStatus,
-    policy::{Channel, Policy},
-};
+use countersign_gate::{Gate, OpStatus};
 use countersign_testkit::gate::{CountingAction, ManualClock, Recording, propose};
 use countersign_testkit::postgres::{drop_schema, unique_schema};
 

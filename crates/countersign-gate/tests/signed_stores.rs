@@ -6,12 +6,10 @@ use std::sync::Arc;
 
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, sshsig};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::{GateStore, MemoryStore, SqliteStore};
 use countersign_gate::{ActionFuture, ActionOutput};
-use countersign_gate::{
-    FnAction, Gate, Proposal,
-    policy::Policy,
-    store::{GateStore, MemoryStore, SqliteStore},
-};
+use countersign_gate::{FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::ssh::keygen;
 

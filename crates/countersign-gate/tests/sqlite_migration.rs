@@ -6,11 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use countersign_gate::audit::Anchor;
-use countersign_gate::{
-    Draft, Gate,
-    policy::Policy,
-    store::{GateStore, SqliteStore},
-};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::{GateStore, SqliteStore};
+use countersign_gate::{Draft, Gate};
 use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approved, propose};
 
 const T0: i64 = 1_764_000_000_000;

@@ -5,10 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
+use countersign_gate::store::MemoryStore;
 use countersign_gate::store::{GateStore, Step, TxKeys};
-use countersign_gate::{
-    Draft, DraftId, Error, Operation, RevisionRecord, StoreFailure, store::MemoryStore,
-};
+use countersign_gate::{Draft, DraftId, Error, Operation, RevisionRecord, StoreFailure};
 use countersign_testkit::gate::{CountingAction, ManualClock, approved, gate};
 
 /// A memory store whose connection can be cut.

@@ -11,11 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
-use countersign_gate::{
-    Gate, Proposal,
-    policy::{Mode, Policy},
-    store::{GateStore, MemoryStore},
-};
+use countersign_gate::policy::{Mode, Policy};
+use countersign_gate::store::{GateStore, MemoryStore};
+use countersign_gate::{Gate, Proposal};
 
 use countersign_gate::approval::Approvers;
 use countersign_replay::{Ledger, StoreUrl};

@@ -16,8 +16,9 @@
 //! altered state approves nothing.
 
 use countersign_canon::{Object, Principal, Value as CanonValue, show_escaped};
+use countersign_gate::Draft;
 use countersign_gate::policy::ApprovalChannel;
-use countersign_gate::{Draft, policy::Channel};
+use countersign_gate::policy::Channel;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,

@@ -5,7 +5,8 @@
 //! rather than refused, so its existence is not disclosed either.
 
 use countersign_canon::Principal;
-use countersign_gate::{Cursor, Draft, Page, state::State};
+use countersign_gate::state::State;
+use countersign_gate::{Cursor, Draft, Page};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use countersign_canon::Limits;
-use countersign_gate::{policy::Channel, store::MemoryStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::MemoryStore;
 use countersign_mcp::{Confirmer, Countersign, Gated, GuardedTransport};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::mcp::FakeServer;

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Gate, Proposal, policy::Policy, state::State, store::MemoryStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::state::State;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Gate, Proposal};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::{Request, StatusCode};
 

@@ -118,7 +118,9 @@ mod tests {
     use std::sync::Arc;
 
     use countersign_canon::{Domain, Principal, digest};
-    use countersign_gate::{Gate, Proposal, policy::Policy, store::MemoryStore};
+    use countersign_gate::policy::Policy;
+    use countersign_gate::store::MemoryStore;
+    use countersign_gate::{Gate, Proposal};
 
     use super::*;
 

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use countersign_canon::{Digest, Domain, Principal, digest};
-use countersign_gate::{Gate, Proposal, policy::Policy, store::MemoryStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Gate, Proposal};
 use countersign_review::tools::ToolCatalog;
 use countersign_review::{LoopbackServer, Review};
 use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use countersign_canon::{Digest, Domain, Principal, digest};
+use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::store::GateStore;
 use countersign_gate::{
     ActionCall, ActionError, ActionOutput, ActionPort, Clock, Draft, Gate, Proposal,
-    policy::{Channel, Policy},
-    store::GateStore,
 };
 
 mod flows;
@@ -136,6 +136,15 @@ pub async fn propose(gate: &Gate, action: &str, args: &str) -> Draft {
 /// If either step is refused.
 pub async fn approved(gate: &Gate, action: &str, args: &str) -> Draft {
     let d = propose(gate, action, args).await;
+    approve(gate, &d).await;
+    d
+}
+
+/// Approves `d`'s current revision as alice through the CLI channel.
+///
+/// # Panics
+/// If the approval is refused.
+pub async fn approve(gate: &Gate, d: &Draft) {
     let rev = d.revision().to_hex();
     if let Err(e) = gate
         .approve(d.id().as_str(), &rev, "alice", Channel::Cli)
@@ -143,7 +152,6 @@ pub async fn approved(gate: &Gate, action: &str, args: &str) -> Draft {
     {
         panic!("approve: {e}");
     }
-    d
 }
 
 const T0: i64 = 1_764_000_000_000;

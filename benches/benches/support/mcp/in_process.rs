@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use countersign_gate::{FnAction, Proposal, policy::Channel, store::SqliteStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{FnAction, Proposal};
 use countersign_mcp::Countersign;
 use criterion::Criterion;
 

@@ -33,12 +33,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use countersign_gate::Gate;
 use countersign_gate::audit::Anchor;
+use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::store::PostgresStore;
-use countersign_gate::{
-    Gate,
-    policy::{Channel, Policy},
-};
 use countersign_mcp::demo::DEMO_POLICY;
 use serde_json::{Value, json};
 

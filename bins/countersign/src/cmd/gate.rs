@@ -9,11 +9,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
-use countersign_gate::{
-    Draft, Gate,
-    policy::{Channel, Policy},
-    state::State,
-};
+use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::state::State;
+use countersign_gate::{Draft, Gate};
 
 use super::ledger::{block_on, store_url};
 use crate::output::{Ctx, Failure, Report};

@@ -14,8 +14,9 @@ use std::time::Duration;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::Approvers;
 use countersign_gate::audit::Anchor;
+use countersign_gate::policy::Policy;
 use countersign_gate::{ActionFuture, ActionOutput};
-use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal, policy::Policy};
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 pub(crate) use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
 

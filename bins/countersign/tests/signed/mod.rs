@@ -12,11 +12,11 @@ use std::time::Duration;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, sshsig};
 use countersign_gate::audit::Anchor;
+use countersign_gate::policy::Policy;
+use countersign_gate::state::Approval;
+use countersign_gate::store::SqliteStore;
 use countersign_gate::{ActionFuture, ActionOutput};
-use countersign_gate::{
-    Draft, Error, Execution, FnAction, Gate, Proposal, policy::Policy, state::Approval,
-    store::SqliteStore,
-};
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 
 /// The tool every test gates.

@@ -14,9 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use countersign_canon::{Principal, Revision};
-use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, ErrorCode, state::State,
-};
+use countersign_gate::state::State;
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, ErrorCode};
 pub use countersign_review::DEVELOPMENT_BANNER;
 use countersign_review::{LoopbackServer, Review};
 use serde_json::{Map, Value, json};

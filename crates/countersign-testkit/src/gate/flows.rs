@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use countersign_canon::Principal;
 use countersign_gate::audit::verify;
-use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, Draft, Error, OpStatus, policy::Channel,
-    store::GateStore,
-};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::GateStore;
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, Draft, Error, OpStatus};
 
 use super::{CountingAction, ManualClock, T0, approved, gate, propose};
 

@@ -8,9 +8,10 @@ use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
 use countersign_gate::approval::Approvers;
-use countersign_gate::{
-    Draft, Error, Gate, Proposal, policy::Channel, state::State, store::GateStore,
-};
+use countersign_gate::policy::Channel;
+use countersign_gate::state::State;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Error, Gate, Proposal};
 
 use super::{CountingAction, ManualClock, T0, tool};
 

@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use countersign_gate::audit::verify;
-use countersign_gate::{Draft, Execution, Gate, policy::Channel, store::GateStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Execution, Gate};
 
 use super::{CountingAction, ManualClock, T0, approved, gate, propose};
 

@@ -10,11 +10,9 @@ use countersign_canon::Principal;
 
 use super::{CountingAction, ManualClock, T0, tool};
 use countersign_gate::audit::{AuditRecord, verify};
-use countersign_gate::{
-    Draft, Gate, Page, Proposal,
-    policy::{Channel, Policy},
-    store::GateStore,
-};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Gate, Page, Proposal};
 
 /// The suite's tools under tight ceilings: two open drafts, five proposals a minute, one hour
 /// of retention, drafts that expire after ten minutes.
@@ -80,14 +78,7 @@ async fn propose_as(g: &Gate, who: &Principal, args: &str) -> countersign_gate::
 
 async fn approved_as(g: &Gate, who: &Principal, args: &str) -> Draft {
     let d = propose_as(g, who, args).await.expect("propose");
-    g.approve(
-        d.id().as_str(),
-        &d.revision().to_hex(),
-        "alice",
-        Channel::Cli,
-    )
-    .await
-    .expect("approve");
+    super::approve(g, &d).await;
     d
 }
 
