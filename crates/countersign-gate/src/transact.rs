@@ -17,6 +17,11 @@ pub(crate) fn audit(event: AuditEvent) -> Commit {
     }
 }
 
+/// A refused decision: only `event`, naming the refusal, is written.
+pub(crate) fn refused<T>(event: &AuditEvent, e: Error) -> (Commit, Result<T>) {
+    (audit(event.clone().outcome(Err(&e))), Err(e))
+}
+
 impl Gate {
     /// Runs `decide` in one transaction over a single draft and returns its verdict: approve,
     /// revise and reject differ only in the decision, never in how it is made atomic.

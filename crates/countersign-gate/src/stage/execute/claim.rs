@@ -14,6 +14,7 @@ use crate::owner::Liveness;
 use crate::policy::{ApproverRule, Mode, Rate, ToolPolicy};
 use crate::state::{Approval, Approved, IdempotentTool, State};
 use crate::store::{Commit, Snapshot};
+use crate::transact::audit;
 
 pub(crate) enum Verdict {
     Refuse(Error),
@@ -33,15 +34,7 @@ pub(crate) struct ClaimCtx<'a> {
 
 impl ClaimCtx<'_> {
     pub(crate) fn decide(&self, snap: Snapshot, event: &AuditEvent) -> (Commit, Verdict) {
-        let refuse = |e: Error| {
-            (
-                Commit {
-                    audit: vec![event.clone().outcome(Err(&e))],
-                    ..Commit::default()
-                },
-                Verdict::Refuse(e),
-            )
-        };
+        let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Verdict::Refuse(e));
         let Some(draft) = snap.draft else {
             return refuse(Error::NotFound);
         };
