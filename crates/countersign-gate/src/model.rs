@@ -53,30 +53,17 @@ impl fmt::Debug for DraftId {
 /// A draft: the current revision of one proposed action and where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Draft {
-    /// Its id.
     pub(crate) id: DraftId,
-    /// The tool name.
     pub(crate) action: String,
-    /// The risk class name from the policy at proposal time.
     pub(crate) risk: String,
-    /// 1 for the first revision, +1 per `revise`.
     pub(crate) seq: u32,
-    /// The current revision.
     pub(crate) revision: Revision,
-    /// The canonical bytes of the current envelope: what runs, byte for byte.
     pub(crate) canonical: Vec<u8>,
-    /// JSON Pointers (into the arguments) of fields marked hidden.
     pub(crate) hidden: Vec<String>,
-    /// Who asked.
     pub(crate) principal: Principal,
-    /// The person who made the current revision by editing it on the review page; `None` when
-    /// the agent made it. See [`Draft::proposer`].
     pub(crate) editor: Option<String>,
-    /// When it was proposed (Unix milliseconds).
     pub(crate) created_at: i64,
-    /// When an undecided draft expires (Unix milliseconds).
     pub(crate) expires_at: i64,
-    /// Where it stands.
     pub(crate) state: State,
 }
 
@@ -169,17 +156,11 @@ impl Draft {
 /// One revision of a draft, kept for the diff a person sees when approving a newer one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RevisionRecord {
-    /// The draft.
     pub(crate) draft_id: DraftId,
-    /// Its number within the draft.
     pub(crate) seq: u32,
-    /// The revision.
     pub(crate) revision: Revision,
-    /// The canonical envelope bytes.
     pub(crate) canonical: Vec<u8>,
-    /// The person who made it on the review page; `None` when the agent made it.
     pub(crate) editor: Option<String>,
-    /// When it was made (Unix milliseconds).
     pub(crate) created_at: i64,
 }
 
@@ -261,32 +242,18 @@ impl OpStatus {
 /// One execution attempt keyed by the caller's `operation_id` (Stripe-style idempotency).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
-    /// Whose key it is: the principal of the draft it runs. Two principals' operations with
-    /// the same id are two operations.
     pub(crate) principal: Principal,
-    /// The caller's key.
     pub(crate) id: String,
-    /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
     pub(crate) fingerprint: Digest,
-    /// The draft it runs.
     pub(crate) draft_id: DraftId,
-    /// The revision it runs.
     pub(crate) revision: Revision,
-    /// Where it stands.
     pub(crate) status: OpStatus,
-    /// Which runner journaled it (see `owner`), for telling "running" from "died".
     pub(crate) owner: String,
-    /// Until when a runner on another host counts as alive (Unix milliseconds).
     pub(crate) lease_until: i64,
-    /// The recorded result (JSON text) once succeeded.
     pub(crate) result: Option<String>,
-    /// The recorded failure message once failed.
     pub(crate) error: Option<String>,
-    /// How many times the action was called for it.
     pub(crate) attempts: u32,
-    /// When it was first journaled (Unix milliseconds).
     pub(crate) started_at: i64,
-    /// When its outcome was recorded (Unix milliseconds).
     pub(crate) finished_at: Option<i64>,
 }
 

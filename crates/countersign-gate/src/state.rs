@@ -131,14 +131,12 @@ pub struct Approved {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executing {
-    /// The operation that runs it.
     pub(crate) operation_id: String,
 }
 
 /// The action ran and succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executed {
-    /// The operation that ran it.
     pub(crate) operation_id: String,
 }
 
@@ -152,14 +150,12 @@ impl Executed {
 /// The action ran and failed in a way the port says may succeed on retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedRetryable {
-    /// The operation that ran it; only it may retry.
     pub(crate) operation_id: String,
 }
 
 /// The action ran and failed for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedTerminal {
-    /// The operation that ran it.
     pub(crate) operation_id: String,
 }
 
@@ -173,16 +169,13 @@ impl FailedTerminal {
 /// A run started and its outcome was never recorded (the process died).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutcomeUnknown {
-    /// The operation that started it.
     pub(crate) operation_id: String,
 }
 
 /// A person refused the draft.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
-    /// Who refused.
     pub(crate) by: String,
-    /// Why, if they said.
     pub(crate) reason: Option<String>,
 }
 
@@ -205,9 +198,7 @@ pub struct Expired;
 /// An old revision replaced by `revise`; kept for the diff and the audit, never runnable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Superseded {
-    /// The revision replaced.
     pub(crate) revision: Revision,
-    /// The revision that replaced it.
     pub(crate) by: Revision,
 }
 

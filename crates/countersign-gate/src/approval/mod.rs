@@ -105,12 +105,8 @@ impl Evidence {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Checked {
-    /// The statement.
     pub(crate) statement: Statement,
-    /// What to keep with the approval.
     pub(crate) evidence: Evidence,
-    /// For a passkey: its credential id and the signature counter it reported, which must
-    /// grow from one use to the next (0 when the authenticator keeps no counter).
     pub(crate) counter: Option<(Vec<u8>, u32)>,
 }
 

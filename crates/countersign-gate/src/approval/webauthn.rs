@@ -65,7 +65,6 @@ pub struct Assertion {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
-    /// The authenticator's signature counter (0 for authenticators that keep none).
     pub(crate) counter: u32,
 }
 

@@ -85,21 +85,13 @@ impl Gate {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
-    /// The draft.
     pub(crate) draft_id: String,
-    /// The action.
     pub(crate) action: String,
-    /// The revision, recomputed from the envelope.
     pub(crate) revision: String,
-    /// Each counted approver and how their approval was made (`ssh` or `unsigned`).
     pub(crate) approvals: Vec<(String, String)>,
-    /// The execution's operation id and outcome, when it ran.
     pub(crate) execution: Option<(String, String)>,
-    /// Whether the signing keys were checked against an approvers file.
     pub(crate) keys_checked: bool,
-    /// The person whose edit on the review page made the revision, when a person's edit did.
     pub(crate) editor: Option<String>,
-    /// The quorum, signature and self-approval rule the verification relied on, and its source.
     pub(crate) rule: Rule,
 }
 

@@ -116,17 +116,11 @@ pub struct Snapshot {
 /// ```
 #[derive(Debug, Default)]
 pub struct Commit {
-    /// The draft row to insert or replace.
     pub(crate) draft: Option<Draft>,
-    /// A revision to add to the draft's history.
     pub(crate) revision: Option<RevisionRecord>,
-    /// The operation row to insert or replace.
     pub(crate) operation: Option<Operation>,
-    /// A run to count against a tool's rate: (tool, time).
     pub(crate) rate_event: Option<(String, i64)>,
-    /// A proposal or revision to count against its principal's quota: (principal, time).
     pub(crate) proposal_event: Option<(Principal, i64)>,
-    /// Events to seal onto the audit chain, in order.
     pub(crate) audit: Vec<AuditEvent>,
 }
 

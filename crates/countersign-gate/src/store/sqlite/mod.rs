@@ -254,7 +254,13 @@ fn write(
         counts::count(conn, &counts::QUOTA, &principal, *at, Some(q.since))?;
     }
     if let Some((tool, at)) = &commit.rate_event {
-        counts::count(conn, &counts::RATE, tool, *at, window.map(|(_, since)| *since))?;
+        counts::count(
+            conn,
+            &counts::RATE,
+            tool,
+            *at,
+            window.map(|(_, since)| *since),
+        )?;
     }
     let mut sealed = Vec::with_capacity(commit.audit.len());
     if !commit.audit.is_empty() {
