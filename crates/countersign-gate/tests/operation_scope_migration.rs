@@ -42,7 +42,7 @@ async fn approved_as(g: &Gate, who: &Principal, title: &str) -> Draft {
         })
         .await
         .expect("propose");
-    approve(&g, &d).await;
+    approve(g, &d).await;
     d
 }
 

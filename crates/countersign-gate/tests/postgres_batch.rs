@@ -163,7 +163,7 @@ async fn a_refused_write_fails_only_its_own_transition() {
         }
         let err = bad.await.expect("task").expect_err("a duplicate revision");
         assert_eq!(err.code().as_str(), "STORE_UNAVAILABLE");
-        assert_eq!(store.revisions(&victim.id()).await.expect("read").len(), 1);
+        assert_eq!(store.revisions(victim.id()).await.expect("read").len(), 1);
     }
     let records = store.audit().await.expect("audit");
     verify(&records, None).expect("the chain holds");

@@ -63,7 +63,7 @@ async fn signed_round_trip(writer: Arc<dyn GateStore>, reader: Arc<dyn GateStore
             .expect("approve");
         statements.push((s, sig));
     }
-    let read = reader.draft(&d.id()).await.expect("read").expect("draft");
+    let read = reader.draft(d.id()).await.expect("read").expect("draft");
     let approvals = read.state().approvals();
     assert_eq!(approvals.len(), 2);
     for (a, (s, sig)) in approvals.iter().zip(&statements) {

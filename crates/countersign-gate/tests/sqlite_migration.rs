@@ -53,7 +53,7 @@ async fn contents(store: &dyn GateStore) -> Contents {
     let drafts = store.drafts().await.expect("drafts");
     let mut revisions = Vec::new();
     for d in &drafts {
-        revisions.push(store.revisions(&d.id()).await.expect("revisions"));
+        revisions.push(store.revisions(d.id()).await.expect("revisions"));
     }
     let mut operations = Vec::new();
     for id in OPERATIONS {
@@ -200,8 +200,8 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
         .iter()
         .find(|r| r.len() == 2)
         .expect("the revised draft");
-    assert!(String::from_utf8_lossy(&revised[0].canonical()).contains("first"));
-    assert!(String::from_utf8_lossy(&revised[1].canonical()).contains("second"));
+    assert!(String::from_utf8_lossy(revised[0].canonical()).contains("first"));
+    assert!(String::from_utf8_lossy(revised[1].canonical()).contains("second"));
 
     let clock = ManualClock::at(T0);
     let g = gate(store.clone(), &dir.path().join("countersign.anchor"), clock);
@@ -223,7 +223,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     let waiting = after
         .drafts
         .iter()
-        .find(|d| String::from_utf8_lossy(&d.canonical()).contains("left alone"))
+        .find(|d| String::from_utf8_lossy(d.canonical()).contains("left alone"))
         .expect("the untouched draft");
     let revised = g
         .revise(
@@ -233,7 +233,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
         )
         .await
         .expect("revise");
-    let history = store.revisions(&revised.id()).await.expect("revisions");
+    let history = store.revisions(revised.id()).await.expect("revisions");
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].canonical(), waiting.canonical());
     assert_eq!(history[0].revision(), waiting.revision());
@@ -255,7 +255,7 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
     let target = before
         .drafts
         .iter()
-        .find(|d| String::from_utf8_lossy(&d.canonical()).contains("left alone"))
+        .find(|d| String::from_utf8_lossy(d.canonical()).contains("left alone"))
         .expect("draft");
     let conn = rusqlite::Connection::open(&v1).expect("open");
     let changed = conn
@@ -270,7 +270,7 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open"));
     // The revision row keeps the bytes that were proposed, not the edited draft's.
-    let history = store.revisions(&target.id()).await.expect("revisions");
+    let history = store.revisions(target.id()).await.expect("revisions");
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].canonical(), target.canonical());
     let g = gate(
@@ -396,7 +396,7 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
     assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
-    let read = store.draft(&d.id()).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), None);
     assert_eq!(read.proposer(), None, "the agent proposed it");
     let g = gate(store.clone(), &anchor, ManualClock::at(T0));
@@ -412,10 +412,10 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&db).expect("reopen");
-    let read = again.draft(&d.id()).await.expect("read").expect("draft");
+    let read = again.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.revision(), edited.revision());
     assert_eq!(read.editor(), Some("alice"));
-    let history = again.revisions(&d.id()).await.expect("revisions");
+    let history = again.revisions(d.id()).await.expect("revisions");
     let editors: Vec<_> = history.iter().map(|r| r.editor()).collect();
     assert_eq!(editors, [None, Some("alice")]);
 }

@@ -282,7 +282,7 @@ impl Countersign {
                 principal,
             })
             .await?;
-        if let Ok(policy) = self.gate.policy().lookup(&draft.action())
+        if let Ok(policy) = self.gate.policy().lookup(draft.action())
             && let Some(url) = &policy.notify
         {
             self.notifier.announce(url, &draft);
@@ -293,7 +293,7 @@ impl Countersign {
 
 /// Approvals counted so far and needed, when the tool's policy names a quorum.
 pub(crate) fn quorum(gate: &Gate, draft: &countersign_gate::Draft) -> Option<(u32, u32)> {
-    let need = gate.policy().lookup(&draft.action()).ok()?.quorum?;
+    let need = gate.policy().lookup(draft.action()).ok()?.quorum?;
     let have = u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX);
     Some((have, need))
 }
@@ -335,7 +335,7 @@ pub(crate) fn approval_required_saying(
 
 /// The canonical envelope text of a draft.
 pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
-    String::from_utf8_lossy(&draft.canonical()).into_owned()
+    String::from_utf8_lossy(draft.canonical()).into_owned()
 }
 
 /// Reads a policy file: `None` when `path` is `None` and the default file does not exist.

@@ -180,7 +180,7 @@ impl Asked<'_> {
                 "the approval question is too large to show in the host",
             );
         };
-        let state = confirmer.mint(TOKEN_TOOL, &draft.risk(), &bound(draft), principal)?;
+        let state = confirmer.mint(TOKEN_TOOL, draft.risk(), &bound(draft), principal)?;
         let mut requests = InputRequests::new();
         requests.insert(
             format!("{KEY_PREFIX}{}", draft.id()),
@@ -219,7 +219,7 @@ impl Asked<'_> {
         let bytes = serde_json::to_vec(args)
             .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
         confirmer
-            .redeem(state, TOKEN_TOOL, &draft.risk(), &bound(&draft), principal)
+            .redeem(state, TOKEN_TOOL, draft.risk(), &bound(&draft), principal)
             .await?;
         // The token is spent: this answer is acted on at most once. The retried arguments must
         // make the very revision the person was shown; identical bytes leave the draft as it is,
@@ -283,7 +283,7 @@ impl Asked<'_> {
                 draft,
                 &format!(
                     "{why}: the policy lets a person approve {} only inside the host (approval = \"elicitation\"), so `countersign approve` cannot approve this draft; call the tool again from a host that supports elicitation",
-                    show_escaped(&draft.action()).0
+                    show_escaped(draft.action()).0
                 ),
                 approvals,
             )?,
@@ -359,7 +359,7 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
     let manifest = countersign_gate::manifest(draft)?;
     let mut text = format!(
         "Approve this call of {}? It runs exactly these values, once:\n\n",
-        show_escaped(&draft.action()).0
+        show_escaped(draft.action()).0
     );
     // Counted before anything is written: a draft too large to ask about is left to the CLI.
     if manifest.size().text_bytes > MAX_MESSAGE {

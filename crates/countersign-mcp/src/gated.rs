@@ -177,8 +177,8 @@ impl<H: ServerHandler> Gated<H> {
                 {
                     let draft =
                         Box::pin(crate::status::own_draft(&self.core, id, &principal)).await?;
-                    let Some(tool) = self.tool(&draft.action(), true, &context).await? else {
-                        return Err(unknown_tool(&draft.action()));
+                    let Some(tool) = self.tool(draft.action(), true, &context).await? else {
+                        return Err(unknown_tool(draft.action()));
                     };
                     crate::schema::check(&tool.input_schema, new_args)?;
                 }
@@ -341,7 +341,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
     }
 
     fn admit(&self, draft: &countersign_gate::Draft) -> countersign_gate::Result<()> {
-        if draft.principal() != &*self.principal {
+        if draft.principal() != self.principal {
             return Err(countersign_gate::Error::NotFound);
         }
         if !may_run(draft, self.core.gate().policy()) {
@@ -374,7 +374,7 @@ fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::policy::P
     use countersign_gate::state::State;
     match &draft.state() {
         State::FailedRetryable(_) => true,
-        State::OutcomeUnknown(_) => policy.lookup(&draft.action()).is_ok_and(|t| t.idempotent),
+        State::OutcomeUnknown(_) => policy.lookup(draft.action()).is_ok_and(|t| t.idempotent),
         state => state.is_open(),
     }
 }

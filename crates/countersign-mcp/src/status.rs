@@ -77,16 +77,11 @@ pub(crate) async fn status(
         })
     });
     let outcome = match draft.state().operation_id() {
-        Some(op) => match core
-            .gate()
-            .store()
-            .operation(&draft.principal(), op)
-            .await?
-        {
+        Some(op) => match core.gate().store().operation(draft.principal(), op).await? {
             Some(o) => json!({
                 "operation_id": o.id(),
                 "status": o.status().as_str(),
-                "result": o.result().as_deref()
+                "result": o.result()
                     .and_then(|r| serde_json::from_str::<Value>(r).ok())
                     .and_then(|r| r.get("structured").cloned())
                     .unwrap_or(Value::Null),

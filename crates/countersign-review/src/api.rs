@@ -161,7 +161,7 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
     let need = review
         .gate
         .policy()
-        .lookup(&d.action())
+        .lookup(d.action())
         .map_or(1, |t| t.need());
     (d.state().approvals().len(), need)
 }
@@ -183,7 +183,7 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> Response<Body> 
             let (have, need) = quorum(review, d);
             json!({
                 "draft_id": d.id().as_str(),
-                "action": countersign_canon::show_escaped(&d.action()).0,
+                "action": countersign_canon::show_escaped(d.action()).0,
                 "state": d.state().name(),
                 "risk": d.risk(),
                 "age_seconds": age_secs(d),

@@ -123,8 +123,8 @@ pub(crate) async fn list(review: &Review, person: &Person) -> Response<Body> {
              <td><code>{rev}</code></td></tr>",
             id = esc(d.id().as_str()),
             base = esc(&person.base),
-            action = shown(&d.action()),
-            risk = esc(&d.risk()),
+            action = shown(d.action()),
+            risk = esc(d.risk()),
             age = age_text(age_secs(d)),
             state = esc(d.state().name()),
             rev = esc(&d.revision().to_hex()[..12]),
@@ -228,9 +228,9 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
          <dt>approvals</dt><dd>{have}/{need}</dd></dl>",
         id = esc(d.id().as_str()),
         rev = esc(&d.revision().to_hex()),
-        action = shown(&d.action()),
+        action = shown(d.action()),
         state = esc(d.state().name()),
-        risk = esc(&d.risk()),
+        risk = esc(d.risk()),
         seq = d.seq(),
     );
     if m.flagged() {
@@ -240,9 +240,9 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
         );
     }
     out.push_str(&manifest_table(m));
-    let revisions = review.gate.store().revisions(&d.id()).await?;
+    let revisions = review.gate.store().revisions(d.id()).await?;
     if let Some(prev) = revisions.iter().rev().find(|r| r.seq() + 1 == d.seq()) {
-        let old = countersign_gate::manifest_of(&prev.canonical(), &d.hidden())?;
+        let old = countersign_gate::manifest_of(prev.canonical(), d.hidden())?;
         let _ = write!(
             out,
             "<h3>Changes since revision {} (<code>{}</code>)</h3>{}",
@@ -252,7 +252,7 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
         );
     }
     out.push_str(&crate::tools::section(review.tools.as_deref(), d));
-    let envelope = countersign_canon::show_escaped(&String::from_utf8_lossy(&d.canonical())).0;
+    let envelope = countersign_canon::show_escaped(&String::from_utf8_lossy(d.canonical())).0;
     let _ = write!(
         out,
         "<h3>Envelope</h3><pre class=\"envelope\">{}</pre>\
@@ -267,7 +267,7 @@ async fn section(review: &Review, d: &Draft, m: &Manifest) -> Result<String, Err
 /// under a larger limit, say). Counted without building the manifest.
 fn over_limit(review: &Review, d: &Draft) -> Option<String> {
     let hidden: Vec<String> = d.hidden().iter().map(|h| format!("/args{h}")).collect();
-    let size = countersign_canon::manifest_size(&d.canonical(), &hidden).ok()?;
+    let size = countersign_canon::manifest_size(d.canonical(), &hidden).ok()?;
     let limits = review.gate.policy().manifest_limits();
     limits.check(&size).err().map(|e| e.message().to_owned())
 }
@@ -283,7 +283,7 @@ fn refused_section(d: &Draft, why: &str) -> String {
          approve what they cannot read; it can only be rejected.</p></section>",
         id = esc(d.id().as_str()),
         rev = esc(&d.revision().to_hex()),
-        action = shown(&d.action()),
+        action = shown(d.action()),
         state = esc(d.state().name()),
         why = esc(why),
     )

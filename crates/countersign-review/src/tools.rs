@@ -66,7 +66,7 @@ pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> String {
         "<h3>Tool definition</h3><p>bound to <code class=\"tool-digest\">{}</code></p>",
         esc(&bound.to_hex())
     );
-    match catalog.and_then(|c| c.offered(&d.action())) {
+    match catalog.and_then(|c| c.offered(d.action())) {
         Some((definition, digest)) => {
             if digest == bound {
                 out.push_str(

@@ -105,7 +105,7 @@ async fn retention_drops_a_decided_draft_and_the_chain_still_verifies() {
     let store = countersign_gate::store::SqliteStore::open(&home.path().join("countersign.db"))
         .expect("open store");
     for d in store.drafts().await.expect("drafts") {
-        assert!(!String::from_utf8_lossy(&d.canonical()).contains(marker));
+        assert!(!String::from_utf8_lossy(d.canonical()).contains(marker));
     }
     audit_verifies(&home);
     let events: Vec<String> = records(&home)

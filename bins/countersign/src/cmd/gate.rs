@@ -162,7 +162,7 @@ pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
             human.push_str(&format!(
                 "{}  {}  {}  {}\n",
                 d.id(),
-                shown(&d.action()),
+                shown(d.action()),
                 age(d.created_at()),
                 d.revision()
             ));
@@ -236,7 +236,7 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
     format!(
         "draft     {}\naction    {}\nstate     {}\nrisk      {}\nrevision  {} (of {})\n\n{}\nrevision {}\n",
         d.id(),
-        shown(&d.action()),
+        shown(d.action()),
         d.state().name(),
         d.risk(),
         d.seq(),
@@ -285,9 +285,9 @@ pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
             "risk": d.risk(),
             "seq": d.seq(),
             "revision": m.revision.to_hex(),
-            "envelope": String::from_utf8_lossy(&d.canonical()),
+            "envelope": String::from_utf8_lossy(d.canonical()),
             "manifest": m.entries_json(),
-            "approval": approval_json(&d.state()),
+            "approval": approval_json(d.state()),
         });
         let paint = Paint::for_stream(std::io::stdout().is_terminal());
         Ok(Report::text(describe(&d, &m, paint), json))
@@ -338,12 +338,12 @@ pub(crate) async fn present(
     }
     let revisions = gate
         .store()
-        .revisions(&d.id())
+        .revisions(d.id())
         .await
         .map_err(|e| failure(&e))?;
     if let Some(prev) = revisions.iter().rev().find(|r| r.seq() + 1 == d.seq()) {
-        let old = countersign_gate::manifest_of(&prev.canonical(), &d.hidden())
-            .map_err(|e| failure(&e))?;
+        let old =
+            countersign_gate::manifest_of(prev.canonical(), d.hidden()).map_err(|e| failure(&e))?;
         within_limit(gate, &old)?;
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
@@ -361,7 +361,7 @@ async fn ask(gate: &Gate, d: &Draft, m: &countersign_canon::Manifest) -> Result<
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
         m.revision,
-        shown(&d.action())
+        shown(d.action())
     ));
     confirm(&text)
 }

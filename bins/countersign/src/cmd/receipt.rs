@@ -128,7 +128,7 @@ fn human(v: &Verified, config: Option<&str>) -> String {
     let mut human = format!(
         "ok: draft {} action {} revision {}\n",
         v.draft_id(),
-        super::gate::shown(&v.action()),
+        super::gate::shown(v.action()),
         v.revision()
     );
     if let Some(editor) = &v.editor() {

@@ -203,7 +203,7 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
             let question = format!(
                 "draft {} ({}) revision {}: record that the action {}? [y/N] ",
                 draft.id(),
-                shown(&draft.action()),
+                shown(draft.action()),
                 draft.revision(),
                 if args.ran {
                     "RAN"

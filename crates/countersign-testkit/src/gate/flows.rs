@@ -41,7 +41,7 @@ pub(super) async fn lifecycle(store: Arc<dyn GateStore>) {
         first.output.structured["args"]["title"],
         serde_json::json!("Hello world")
     );
-    let stored = store.draft(&d.id()).await.expect("read").expect("draft");
+    let stored = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(stored.state().name(), "executed");
     let op = store
         .operation(&Principal::default(), "op-1")
@@ -49,7 +49,7 @@ pub(super) async fn lifecycle(store: Arc<dyn GateStore>) {
         .expect("read")
         .expect("op");
     assert_eq!(op.status(), OpStatus::Succeeded);
-    assert_eq!(store.revisions(&d.id()).await.expect("read").len(), 1);
+    assert_eq!(store.revisions(d.id()).await.expect("read").len(), 1);
     let err = g
         .execute(d.id().as_str(), &rev, "op-2", &action)
         .await
@@ -95,7 +95,7 @@ pub(super) async fn revise_voids_approval(store: Arc<dyn GateStore>) {
         .await
         .expect_err("stale");
     assert_eq!(e.code().as_str(), "STALE_REVISION");
-    assert_eq!(store.revisions(&d.id()).await.expect("read").len(), 2);
+    assert_eq!(store.revisions(d.id()).await.expect("read").len(), 2);
     g.approve(d.id().as_str(), &new, "bob", Channel::Cli)
         .await
         .expect("approve v2");
@@ -293,7 +293,7 @@ pub(super) async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
             .expect("read")
             .is_none()
     );
-    let stored = store.draft(&d.id()).await.expect("read").expect("draft");
+    let stored = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(stored.state().name(), "approved");
     let records = store.audit().await.expect("audit");
     let refused = records

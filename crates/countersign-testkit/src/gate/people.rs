@@ -110,9 +110,9 @@ async fn an_edit_makes_the_editor_the_proposer(store: Arc<dyn GateStore>) {
         body.contains(r#""event":"revise""#) && body.contains(r#""editor":"alice""#),
         "{body}"
     );
-    let read = store.draft(&d.id()).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), Some("alice"), "the store keeps the editor");
-    let history = store.revisions(&d.id()).await.expect("revisions");
+    let history = store.revisions(d.id()).await.expect("revisions");
     let editors: Vec<_> = history.iter().map(|r| r.editor()).collect();
     assert_eq!(editors, [None, Some("alice")]);
 
@@ -134,7 +134,7 @@ async fn an_edit_makes_the_editor_the_proposer(store: Arc<dyn GateStore>) {
         .expect("the agent revises");
     assert_eq!(again.editor(), None);
     assert_eq!(again.proposer(), Some("agent"));
-    let read = store.draft(&d.id()).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), None, "the agent's revise clears the editor");
     approve(&g, &read, "alice")
         .await
@@ -168,7 +168,7 @@ async fn an_editors_own_approval_does_not_count_at_execute(store: Arc<dyn GateSt
     assert_eq!(action.calls.load(Ordering::SeqCst), 0, "nothing ran");
 
     // The lenient server runs it: the refusal came from the proposer rule alone.
-    let read = store.draft(&d.id()).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     approve(&lenient, &read, "alice").await.expect("again");
     lenient
         .execute(
@@ -188,7 +188,7 @@ async fn editing_and_rejecting_need_the_approving_entitlement(store: Arc<dyn Gat
     let g = gate_with(store.clone(), PEOPLE);
     let d = propose_as(&g, agent(None), r#"{"title":"agent's"}"#).await;
     approve(&g, &d, "bob").await.expect("bob approves");
-    let before = store.draft(&d.id()).await.expect("read").expect("draft");
+    let before = store.draft(d.id()).await.expect("read").expect("draft");
 
     let why = not_allowed(
         edit(&g, &before, r#"{"title":"carol's"}"#, "carol").await,
@@ -210,9 +210,9 @@ async fn editing_and_rejecting_need_the_approving_entitlement(store: Arc<dyn Gat
         body.contains(r#""event":"reject""#) && body.contains("APPROVER_NOT_ALLOWED"),
         "{body}"
     );
-    let after = store.draft(&d.id()).await.expect("read").expect("draft");
+    let after = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(after, before, "the draft is untouched");
-    assert_eq!(store.revisions(&d.id()).await.expect("revisions").len(), 1);
+    assert_eq!(store.revisions(d.id()).await.expect("revisions").len(), 1);
 
     // Bob may do both.
     let edited = edit(&g, &after, r#"{"title":"bob's"}"#, "bob")
@@ -241,7 +241,7 @@ async fn the_approvers_file_bounds_editing_and_rejecting(store: Arc<dyn GateStor
     assert!(why.contains("tenant"), "{why}");
     let why = not_allowed(g.reject(d.id().as_str(), "mallory", None).await, "unlisted");
     assert!(why.contains("approvers file"), "{why}");
-    let read = store.draft(&d.id()).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read, d, "the draft is untouched");
     edit(&g, &d, r#"{"title":"alice's"}"#, "alice")
         .await

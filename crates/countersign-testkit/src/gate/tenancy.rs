@@ -257,11 +257,11 @@ async fn retention_drops_rows_keeps_records(store: Arc<dyn GateStore>) {
     let before = store.audit().await.expect("audit").len();
     assert_eq!(g.upkeep().await.expect("upkeep"), 2);
     for gone in [&ran, &refused] {
-        assert!(store.draft(&gone.id()).await.expect("read").is_none());
-        assert!(store.revisions(&gone.id()).await.expect("read").is_empty());
+        assert!(store.draft(gone.id()).await.expect("read").is_none());
+        assert!(store.revisions(gone.id()).await.expect("read").is_empty());
     }
     assert!(store.operation(&a, "op-ran").await.expect("read").is_none());
-    assert!(store.draft(&kept.id()).await.expect("read").is_some());
+    assert!(store.draft(kept.id()).await.expect("read").is_some());
     let records = store.audit().await.expect("audit");
     assert_eq!(records.len(), before + 1, "one record says what went");
     assert!(
