@@ -63,7 +63,7 @@ impl Gate {
             commit
         };
         self.commit(&keys, &mut step).await?;
-        let verdict = verdict.unwrap_or(Err(Error::store("transaction did not run")));
+        let verdict = verdict.unwrap_or_else(|| Err(Error::store("transaction did not run")));
         if let Err(e) = &verdict {
             for event in strays {
                 self.audit_refusal(event, e.code(), principal).await;
