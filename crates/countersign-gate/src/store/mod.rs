@@ -157,16 +157,6 @@ impl Commit {
     pub fn audit(&self) -> &[AuditEvent] {
         &self.audit
     }
-
-    /// Whether it writes nothing at all.
-    pub fn is_empty(&self) -> bool {
-        self.draft.is_none()
-            && self.revision.is_none()
-            && self.operation.is_none()
-            && self.rate_event.is_none()
-            && self.proposal_event.is_none()
-            && self.audit.is_empty()
-    }
 }
 
 /// The decision function a transaction runs between reading and writing.

@@ -22,6 +22,19 @@ pub(crate) enum Verdict {
     Run(Box<Draft>),
 }
 
+impl crate::transact::Verdict for Verdict {
+    fn refusal(&self) -> Option<&Error> {
+        match self {
+            Verdict::Refuse(e) => Some(e),
+            Verdict::Replay(_) | Verdict::Run(_) => None,
+        }
+    }
+
+    fn not_run() -> Self {
+        Verdict::Refuse(Error::store("transaction did not run"))
+    }
+}
+
 pub(crate) struct ClaimCtx<'a> {
     pub(crate) gate: &'a Gate,
     pub(crate) revision: Revision,

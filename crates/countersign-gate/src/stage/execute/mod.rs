@@ -154,10 +154,7 @@ impl Gate {
         // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
         // rate (see `refusals`) rather than in the transaction.
         let verdict = self
-            .on_draft_with(keys, None, |snap| match ctx.decide(snap, &event) {
-                (commit, Verdict::Refuse(e)) => (commit, Err(e)),
-                (commit, verdict) => (commit, Ok(verdict)),
-            })
+            .decide_on_draft(keys, None, |snap| ctx.decide(snap, &event))
             .await?;
         let claimed = started.elapsed();
         let draft = match verdict {
