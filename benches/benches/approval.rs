@@ -15,11 +15,13 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_canon::{Domain, Principal, digest};
-use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::webauthn::Assertion;
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, check_signed, sshsig};
+use countersign_gate::policy::Policy;
 use countersign_gate::receipt::{Trust, verify_receipt};
-use countersign_gate::{FnAction, Gate, MemoryStore, Policy, Proposal};
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{ActionFuture, ActionOutput};
+use countersign_gate::{FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use p256::ecdsa::signature::{Signer as _, Verifier as _};
@@ -72,7 +74,7 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
         let s = Statement::new(
             Kind::Approval,
             "alice",
-            vec![(d.id.clone(), d.revision)],
+            vec![(d.id().clone(), d.revision())],
             now,
             600,
         )
@@ -88,10 +90,10 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
                 })
             })
         });
-        gate.execute(d.id.as_str(), &d.revision.to_hex(), "op", &port)
+        gate.execute(d.id().as_str(), &d.revision().to_hex(), "op", &port)
             .await
             .expect("runs");
-        gate.receipt(d.id.as_str()).await.expect("receipt")
+        gate.receipt(d.id().as_str()).await.expect("receipt")
     });
     let id = countersign_gate::DraftId::random();
     let revision = countersign_canon::Revision::of_canonical(b"{}");

@@ -8,8 +8,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use countersign_canon::{Limits, Profile, canonicalize};
+use countersign_gate::Gate;
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Gate, MemoryStore, SqliteStore};
+use countersign_gate::store::{MemoryStore, SqliteStore};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 #[path = "support/fixtures.rs"]

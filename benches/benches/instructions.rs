@@ -27,7 +27,9 @@ use std::sync::Arc;
 
 use countersign_benches::ceilings::{CHECKS, MARKDOWN_HEADER, markdown_row};
 use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
-use countersign_gate::{Channel, Gate, MemoryStore, SqliteStore};
+use countersign_gate::Gate;
+use countersign_gate::policy::Channel;
+use countersign_gate::store::{MemoryStore, SqliteStore};
 use countersign_mcp::Countersign;
 use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::policy::ROOMY_LIMITS;

@@ -15,7 +15,9 @@
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use countersign_gate::{Gate, MemoryStore, Policy};
+use countersign_gate::Gate;
+use countersign_gate::policy::Policy;
+use countersign_gate::store::MemoryStore;
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_review::Review;
 use countersign_review::enroll::link::{Links, Origin};

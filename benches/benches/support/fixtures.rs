@@ -7,9 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use countersign_canon::{Domain, Limits, Principal, Profile, digest};
-use countersign_gate::action::ActionFuture;
+use countersign_gate::ActionFuture;
+use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, Channel, Execution, FnAction, Gate, Policy, Proposal,
+    ActionCall, ActionError, ActionOutput, Execution, FnAction, Gate, Proposal,
 };
 use countersign_token::{Binding, Keyring, RiskClass, Signer, TokenConfig, Verifier};
 
@@ -74,11 +75,11 @@ pub(crate) fn no_op(_call: ActionCall) -> ActionFuture {
 /// it once under operation `op-N` with the no-op action.
 pub(crate) async fn gated_cycle(gate: &Gate, args: &[u8], n: u64) -> Execution {
     let d = gate.propose(proposal(args)).await.expect("propose");
-    let rev = d.revision.to_hex();
-    gate.approve(d.id.as_str(), &rev, "bench", Channel::Cli)
+    let rev = d.revision().to_hex();
+    gate.approve(d.id().as_str(), &rev, "bench", Channel::Cli)
         .await
         .expect("approve");
-    gate.execute(d.id.as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
+    gate.execute(d.id().as_str(), &rev, &format!("op-{n}"), &FnAction(no_op))
         .await
         .expect("execute")
 }

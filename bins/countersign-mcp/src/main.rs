@@ -130,9 +130,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error[{}]: {e}", e.code());
-            ExitCode::from(match e {
-                Error::InvalidArgument { .. } => 2,
-                _ => 3,
+            ExitCode::from(if e.code().as_str() == "INVALID_ARGUMENT" {
+                2
+            } else {
+                3
             })
         }
     }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Draft, Gate, Policy, Proposal, SqliteStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{Draft, Gate, Proposal};
 use countersign_replay::StoreUrl;
 
 const POLICY: &str = r#"
@@ -110,20 +112,20 @@ fn review_lists_pending_drafts() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
-        text.contains(d.id.as_str()) && text.contains("publish_post"),
+        text.contains(d.id().as_str()) && text.contains("publish_post"),
         "{text}"
     );
-    assert!(text.contains(&d.revision.to_hex()), "{text}");
+    assert!(text.contains(&d.revision().to_hex()), "{text}");
     let j = json(&env.run(&["--json", "review"]));
-    assert_eq!(j["drafts"][0]["draft_id"], d.id.as_str());
-    assert_eq!(j["drafts"][0]["revision"], d.revision.to_hex());
+    assert_eq!(j["drafts"][0]["draft_id"], d.id().as_str());
+    assert_eq!(j["drafts"][0]["revision"], d.revision().to_hex());
 }
 
 #[test]
 fn show_prints_the_manifest_and_the_recomputed_revision() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"a\u200bb","notes":"internal"}"#);
-    let out = env.run(&["show", d.id.as_str()]);
+    let out = env.run(&["show", d.id().as_str()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -131,10 +133,13 @@ fn show_prints_the_manifest_and_the_recomputed_revision() {
         "{text}"
     );
     assert!(text.contains("(hidden)"), "{text}");
-    assert!(text.contains(&format!("revision {}", d.revision)), "{text}");
+    assert!(
+        text.contains(&format!("revision {}", d.revision())),
+        "{text}"
+    );
     assert!(!text.contains("\x1b["), "no colours off a terminal");
-    let j = json(&env.run(&["--json", "show", d.id.as_str()]));
-    assert_eq!(j["revision"], d.revision.to_hex());
+    let j = json(&env.run(&["--json", "show", d.id().as_str()]));
+    assert_eq!(j["revision"], d.revision().to_hex());
     assert_eq!(j["state"], "proposed");
     assert!(j["manifest"].as_array().is_some_and(|m| !m.is_empty()));
     let missing = env.run(&["show", "0123456789abcdef0123456789abcdef"]);
@@ -150,11 +155,11 @@ fn show_prints_the_manifest_and_the_recomputed_revision() {
 fn approve_with_yes_records_the_approver() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"go"}"#);
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let out = env.run(&[
         "--json",
         "approve",
-        d.id.as_str(),
+        d.id().as_str(),
         &rev,
         "--yes",
         "--as",
@@ -167,7 +172,7 @@ fn approve_with_yes_records_the_approver() {
         (Some(true), Some("alice"))
     );
     assert_eq!(j["channel"], "cli");
-    let shown = json(&env.run(&["--json", "show", d.id.as_str()]));
+    let shown = json(&env.run(&["--json", "show", d.id().as_str()]));
     assert_eq!(shown["state"], "approved");
     assert_eq!(shown["approval"]["approver"], "alice");
     // The default approver is the OS user.
@@ -175,8 +180,8 @@ fn approve_with_yes_records_the_approver() {
     let out = env.run(&[
         "--json",
         "approve",
-        d2.id.as_str(),
-        &d2.revision.to_hex(),
+        d2.id().as_str(),
+        &d2.revision().to_hex(),
         "--yes",
     ]);
     assert_eq!(json(&out)["approver"], "tester");
@@ -186,25 +191,25 @@ fn approve_with_yes_records_the_approver() {
 fn approve_refuses_wrong_partial_or_unprompted_revisions() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"x"}"#);
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let mut flipped = rev.clone().into_bytes();
     flipped[0] = if flipped[0] == b'a' { b'b' } else { b'a' };
     let flipped = String::from_utf8(flipped).expect("hex");
-    let out = env.run(&["approve", d.id.as_str(), &flipped, "--yes"]);
+    let out = env.run(&["approve", d.id().as_str(), &flipped, "--yes"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with("error[STALE_REVISION]"),
         "{}",
         stderr(&out)
     );
-    let out = env.run(&["approve", d.id.as_str(), &rev[..16], "--yes"]);
+    let out = env.run(&["approve", d.id().as_str(), &rev[..16], "--yes"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("error[INVALID_ARGUMENT]"));
     // No terminal and no --yes: nobody was asked, so nothing is approved.
-    let out = env.run(&["approve", d.id.as_str(), &rev]);
+    let out = env.run(&["approve", d.id().as_str(), &rev]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert_eq!(
-        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        json(&env.run(&["--json", "show", d.id().as_str()]))["state"],
         "proposed"
     );
 }
@@ -218,8 +223,8 @@ fn approve_with_an_unreadable_named_policy_fails_closed() {
         "--config",
         missing.to_str().expect("utf-8 path"),
         "approve",
-        d.id.as_str(),
-        &d.revision.to_hex(),
+        d.id().as_str(),
+        &d.revision().to_hex(),
         "--yes",
     ]);
     assert_eq!(out.status.code(), Some(3));
@@ -229,7 +234,7 @@ fn approve_with_an_unreadable_named_policy_fails_closed() {
         stderr(&out)
     );
     assert_eq!(
-        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        json(&env.run(&["--json", "show", d.id().as_str()]))["state"],
         "proposed"
     );
 }
@@ -241,10 +246,10 @@ fn approve_without_a_policy_file_applies_the_approver_defaults() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"x"}"#);
     std::fs::remove_file(env.home().join("countersign.toml")).expect("rm policy");
-    let out = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    let out = env.run(&["approve", d.id().as_str(), &d.revision().to_hex(), "--yes"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
-        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        json(&env.run(&["--json", "show", d.id().as_str()]))["state"],
         "approved"
     );
 }
@@ -255,16 +260,16 @@ fn tampered_bytes_are_refused_by_show_and_approve_and_fail_verify() {
     let d = env.propose(r#"{"title":"pay 10"}"#);
     env.sql(&format!(
         "UPDATE gate_drafts SET canonical = replace(canonical, 'pay 10', 'pay 99') WHERE id = '{}'",
-        d.id
+        d.id()
     ));
-    let out = env.run(&["show", d.id.as_str()]);
+    let out = env.run(&["show", d.id().as_str()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with("error[STORE_TAMPERED]"),
         "{}",
         stderr(&out)
     );
-    let out = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    let out = env.run(&["approve", d.id().as_str(), &d.revision().to_hex(), "--yes"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr(&out).starts_with("error[STORE_TAMPERED]"),
@@ -284,9 +289,9 @@ fn tampered_bytes_are_refused_by_show_and_approve_and_fail_verify() {
 fn reject_then_approve_is_refused() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"no"}"#);
-    let out = env.run(&["reject", d.id.as_str(), "--reason", "not today"]);
+    let out = env.run(&["reject", d.id().as_str(), "--reason", "not today"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    let out = env.run(&["approve", d.id().as_str(), &d.revision().to_hex(), "--yes"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).starts_with("error[APPROVAL_REJECTED]"));
     assert!(stdout(&env.run(&["review"])).is_empty());
@@ -296,7 +301,7 @@ fn reject_then_approve_is_refused() {
 fn audit_verify_and_show_cover_the_whole_chain() {
     let env = Env::new();
     let d = env.propose(r#"{"title":"a"}"#);
-    env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    env.run(&["approve", d.id().as_str(), &d.revision().to_hex(), "--yes"]);
     env.propose(r#"{"title":"b"}"#);
     let out = env.run(&["audit", "verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -359,13 +364,13 @@ fn approve_on_a_terminal_shows_flags_and_the_diff_then_asks() {
     let d = env.propose(r#"{"title":"old title"}"#);
     let revised = rt()
         .block_on(env.gate().revise(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             br#"{"title":"new\u202etitle"}"#,
         ))
         .expect("revise");
-    let rev = revised.revision.to_hex();
-    let args = format!("approve {} {rev}", d.id);
+    let rev = revised.revision().to_hex();
+    let args = format!("approve {} {rev}", d.id());
     let Some(out) = on_terminal(&env, &args, "n\n", &[]) else {
         return;
     };
@@ -385,7 +390,7 @@ fn approve_on_a_terminal_shows_flags_and_the_diff_then_asks() {
         "flagged lines are highlighted: {screen}"
     );
     assert_eq!(
-        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        json(&env.run(&["--json", "show", d.id().as_str()]))["state"],
         "proposed"
     );
 
@@ -396,7 +401,7 @@ fn approve_on_a_terminal_shows_flags_and_the_diff_then_asks() {
     assert_eq!(out.status.code(), Some(0), "{screen}");
     assert!(!screen.contains("\x1b["), "NO_COLOR is honoured: {screen}");
     assert_eq!(
-        json(&env.run(&["--json", "show", d.id.as_str()]))["state"],
+        json(&env.run(&["--json", "show", d.id().as_str()]))["state"],
         "approved"
     );
 }

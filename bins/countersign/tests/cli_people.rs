@@ -15,8 +15,8 @@ fn an_editor_may_not_approve_their_own_edit() {
     let d = env.propose(r#"{"title":"agent's"}"#, None);
     let edited = rt()
         .block_on(env.gate().revise_by(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             br#"{"title":"alice's"}"#,
             Some("alice"),
         ))
@@ -48,7 +48,7 @@ fn reject_needs_the_approving_entitlement() {
     let env = Env::new(&policy, &[("alice", None), ("carol", None)]);
     let d = env.propose(r#"{"title":"keep"}"#, None);
     for who in [vec!["--as", "carol"], vec!["--as", "mallory"], vec![]] {
-        let mut args = vec!["--json", "reject", d.id.as_str()];
+        let mut args = vec!["--json", "reject", d.id().as_str()];
         args.extend(who.iter().copied());
         let out = env.run(&args);
         assert_eq!(out.status.code(), Some(1), "{who:?}: {}", stderr(&out));
@@ -59,11 +59,12 @@ fn reject_needs_the_approving_entitlement() {
         );
     }
     let state = rt()
-        .block_on(env.gate().draft(d.id.as_str()))
+        .block_on(env.gate().draft(d.id().as_str()))
         .expect("draft")
-        .state;
+        .state()
+        .clone();
     assert_eq!(state.name(), "proposed", "nothing changed");
-    let out = env.run(&["reject", d.id.as_str(), "--as", "alice"]);
+    let out = env.run(&["reject", d.id().as_str(), "--as", "alice"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -101,8 +102,8 @@ fn a_quorum_with_unsigned_approvals_is_refused_at_load() {
     let env = Env::new(TOOL, &[("alice", None)]);
     std::fs::write(env.home().join("countersign.toml"), &policy).expect("policy");
     let d = env.propose(r#"{"title":"q"}"#, None);
-    let rev = d.revision.to_hex();
-    let out = env.run(&["approve", d.id.as_str(), &rev, "--yes", "--as", "alice"]);
+    let rev = d.revision().to_hex();
+    let out = env.run(&["approve", d.id().as_str(), &rev, "--yes", "--as", "alice"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("CONFIG_INVALID") && stderr(&out).contains("not a person"),

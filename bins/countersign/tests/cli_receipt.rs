@@ -54,7 +54,7 @@ fn genuine(policy: &str) -> (Env, PathBuf, Value) {
     assert!(both.status.success(), "{}", signed::stderr(&both));
     env.execute(&d, "op-r").expect("runs");
     let file = env.dir().join("receipt.json");
-    let out = env.run(&["receipt", d.id.as_str(), "--out", path(&file)]);
+    let out = env.run(&["receipt", d.id().as_str(), "--out", path(&file)]);
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
     let receipt = serde_json::from_slice(&std::fs::read(&file).expect("receipt")).expect("json");
     (env, file, receipt)
@@ -298,7 +298,7 @@ fn a_receipt_names_the_editor_and_refuses_an_approver_who_edited_the_revision() 
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
     env.execute(&edited, "op-e").expect("runs");
     let file = env.dir().join("edited.json");
-    let out = env.run(&["receipt", edited.id.as_str(), "--out", path(&file)]);
+    let out = env.run(&["receipt", edited.id().as_str(), "--out", path(&file)]);
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
     let receipt: Value =
         serde_json::from_slice(&std::fs::read(&file).expect("receipt")).expect("json");
@@ -328,7 +328,7 @@ fn a_receipt_names_the_editor_and_refuses_an_approver_who_edited_the_revision() 
     // A claim rewritten to refuse self-approval is refused by its own rule.
     let mut records = bodies(&receipt);
     for r in &mut records {
-        if is(r, "execute", edited.id.as_str()) {
+        if is(r, "execute", edited.id().as_str()) {
             r["self_approval"] = json!("false");
         }
     }

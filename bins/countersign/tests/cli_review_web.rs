@@ -20,7 +20,7 @@ fn a_passkey_approval_in_the_browser_runs_the_approved_bytes_once() {
         );
         chrome
             .until(
-                &format!("!!document.querySelector('tr[data-draft=\"{}\"]')", d.id),
+                &format!("!!document.querySelector('tr[data-draft=\"{}\"]')", d.id()),
                 "the new draft on the open list page",
             )
             .await;
@@ -41,22 +41,22 @@ fn a_passkey_approval_in_the_browser_runs_the_approved_bytes_once() {
             "{notes}"
         );
         assert!(
-            shown.contains(&d.revision.to_hex()),
+            shown.contains(&d.revision().to_hex()),
             "the full revision is shown"
         );
         chrome.screenshot("draft").await;
         chrome.click("#approve").await;
         let status = chrome.status().await;
         assert!(status.starts_with("approved"), "{status}");
-        assert_eq!(env.draft(&d).state.name(), "approved");
+        assert_eq!(env.draft(&d).state().name(), "approved");
         let first = env
-            .execute(&d, &d.revision.to_hex(), "op-1")
+            .execute(&d, &d.revision().to_hex(), "op-1")
             .expect("execute");
         let again = env
-            .execute(&d, &d.revision.to_hex(), "op-1")
+            .execute(&d, &d.revision().to_hex(), "op-1")
             .expect("replay");
         assert_eq!(env.runs(), 1, "the approved bytes ran once");
-        assert_eq!(first.revision, d.revision);
+        assert_eq!(first.revision, d.revision());
         assert!(again.replay);
     });
 }
@@ -71,9 +71,9 @@ fn a_rejection_in_the_browser_refuses_the_run() {
             .await;
         chrome.click("#reject").await;
         assert_eq!(chrome.status().await, "rejected");
-        assert_eq!(env.draft(&d).state.name(), "rejected");
+        assert_eq!(env.draft(&d).state().name(), "rejected");
         let e = env
-            .execute(&d, &d.revision.to_hex(), "op-1")
+            .execute(&d, &d.revision().to_hex(), "op-1")
             .expect_err("a rejected draft never runs");
         assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
         assert_eq!(env.runs(), 0);
@@ -88,7 +88,7 @@ fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
     let policy = format!("{POLICY}self_approval = true\n");
     signed_in_with(&policy, async |env, chrome| {
         let d = env.propose(POST);
-        let old = d.revision.to_hex();
+        let old = d.revision().to_hex();
         chrome.open(env, &d).await;
         let new = chrome
             .save_edit("/title", "Quarterly results (draft)")
@@ -107,7 +107,7 @@ fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
             .js(&format!(
                 "approve(base() + '{here}/statement', base() + '{here}/approve', \
                  {{ revision: '{old}' }}).then(() => 'accepted', e => e.code)",
-                here = format!("/draft/{}", d.id)
+                here = format!("/draft/{}", d.id())
             ))
             .await;
         assert_eq!(stale, "STALE_REVISION");
@@ -124,7 +124,7 @@ fn an_edit_is_a_new_revision_and_the_old_page_is_refused() {
         assert_eq!(ran.revision.to_hex(), new);
         assert_eq!(
             env.ran(),
-            vec![env.draft(&d).canonical],
+            vec![env.draft(&d).canonical()],
             "the edited bytes ran, once"
         );
     });
@@ -149,17 +149,17 @@ fn a_replayed_or_misdirected_assertion_is_refused() {
                  .then(() => 'ok', e => e.code);
                return [once, twice, crossed];
              }})()",
-            a = a.id,
-            b = b.id,
-            ra = a.revision.to_hex(),
-            rb = b.revision.to_hex(),
+            a = a.id(),
+            b = b.id(),
+            ra = a.revision().to_hex(),
+            rb = b.revision().to_hex(),
         );
         let codes = chrome.js(&script).await;
         assert_eq!(codes[0], "ok", "{codes}");
         assert_eq!(codes[1], "TOKEN_REPLAYED", "{codes}");
         // B's statement names B, but the passkey signed A's digest.
         assert_eq!(codes[2], "SIGNATURE_INVALID", "{codes}");
-        assert_eq!(env.draft(&b).state.name(), "proposed");
+        assert_eq!(env.draft(&b).state().name(), "proposed");
     });
 }
 
@@ -181,9 +181,9 @@ fn a_batch_is_approved_with_one_ceremony() {
         assert_eq!(sections, 2, "each selected draft is shown in full");
         chrome.click("#approve-all").await;
         assert_eq!(chrome.status().await, "approved 2 drafts");
-        env.execute(&a, &a.revision.to_hex(), "op-a")
+        env.execute(&a, &a.revision().to_hex(), "op-a")
             .expect("a runs");
-        env.execute(&b, &b.revision.to_hex(), "op-b")
+        env.execute(&b, &b.revision().to_hex(), "op-b")
             .expect("b runs");
         assert_eq!(env.runs(), 2);
     });

@@ -107,7 +107,7 @@ fn another_port_learns_no_session_and_cannot_lock_the_person_out() {
         chrome.goto(&format!("{}/", other.origin())).await;
         chrome.js(ask_own).await;
         chrome
-            .goto(&format!("{}/review/draft/{}", other.origin(), d.id))
+            .goto(&format!("{}/review/draft/{}", other.origin(), d.id()))
             .await;
         assert!(
             !other.session_values().contains(&real),
@@ -139,13 +139,13 @@ fn another_port_learns_no_session_and_cannot_lock_the_person_out() {
         assert!(
             shown
                 .as_str()
-                .is_some_and(|t| t.contains(&d.revision.to_hex())),
+                .is_some_and(|t| t.contains(&d.revision().to_hex())),
             "{shown}"
         );
         chrome.click("#approve").await;
         let status = chrome.status().await;
         assert!(status.starts_with("approved"), "{status}");
-        assert_eq!(env.draft(&d).state.name(), "approved");
+        assert_eq!(env.draft(&d).state().name(), "approved");
     });
 }
 
@@ -261,7 +261,7 @@ fn an_edit_of_one_field_leaves_every_other_value_byte_for_byte() {
             .js("document.querySelector('[data-pointer=\"/title\"]').value = 'Q3 results'")
             .await;
         chrome.click("#save").await;
-        let old = d.revision.to_hex();
+        let old = d.revision().to_hex();
         chrome
             .until(
                 &format!(

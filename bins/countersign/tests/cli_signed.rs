@@ -10,7 +10,7 @@ use signed::{Env, Key, TOOL};
 fn a_signed_approval_executes_once_and_an_unsigned_one_is_refused() {
     let env = Env::new(TOOL, &[("alice", None)]);
     let d = env.propose(r#"{"title":"hello"}"#, None);
-    let unsigned = env.run(&["approve", d.id.as_str(), &d.revision.to_hex(), "--yes"]);
+    let unsigned = env.run(&["approve", d.id().as_str(), &d.revision().to_hex(), "--yes"]);
     signed::assert_refused(&unsigned, "SIGNATURE_INVALID");
     assert_eq!(
         env.execute(&d, "op-1").unwrap_err().code().as_str(),
@@ -189,10 +189,10 @@ fn an_unknown_outcome_is_settled_by_a_signed_resolution() {
             env.execute(&d, &op).unwrap_err().code().as_str(),
             "OUTCOME_UNKNOWN"
         );
-        let unsigned = env.run(&["resolve", d.id.as_str(), finding, "--yes"]);
+        let unsigned = env.run(&["resolve", d.id().as_str(), finding, "--yes"]);
         signed::assert_refused(&unsigned, "SIGNATURE_INVALID");
         let key = format!("ssh:{}", env.key("alice").path.display());
-        let out = env.run(&["resolve", d.id.as_str(), finding, "--sign", &key, "--yes"]);
+        let out = env.run(&["resolve", d.id().as_str(), finding, "--sign", &key, "--yes"]);
         assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
         let before = env.runs();
         let run = env.execute(&d, &op).expect("settled");
@@ -220,7 +220,7 @@ fn a_receipt_verifies_offline_and_no_single_byte_of_it_can_change() {
     let file = env.dir().join("receipt.json");
     let out = env.run(&[
         "receipt",
-        d.id.as_str(),
+        d.id().as_str(),
         "--out",
         file.to_str().expect("path"),
     ]);

@@ -301,12 +301,13 @@ impl Error {
         Error::StoreUnavailable(StoreFailure::new(why.to_string()))
     }
 
-    /// A store failure while doing `what`, caused by `err`.
+    /// A store failure while doing `what`, caused by `err`: the message says what failed and
+    /// the cause is the failure's `source`, so a reader that prints the chain sees it once.
     pub(crate) fn store_failed(
         what: impl fmt::Display,
         err: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
-        Error::StoreUnavailable(StoreFailure::with_source(format!("{what}: {err}"), err))
+        Error::StoreUnavailable(StoreFailure::with_source(what.to_string(), err))
     }
 }
 
@@ -398,13 +399,14 @@ mod tests {
     }
 
     #[test]
-    fn a_store_failure_keeps_its_cause_behind_the_same_text() {
+    fn a_store_failure_names_its_cause_once_in_the_chain() {
         let e = Error::store_failed("sqlite", std::io::Error::other("disk full"));
-        assert_eq!(e.to_string(), "store unavailable: sqlite: disk full");
+        assert_eq!(e.to_string(), "store unavailable: sqlite");
         let failure = e.source().expect("the store failure");
-        assert_eq!(failure.to_string(), "sqlite: disk full");
+        assert_eq!(failure.to_string(), "sqlite");
         let cause = failure.source().expect("the io error");
         assert!(cause.downcast_ref::<std::io::Error>().is_some());
+        assert_eq!(cause.to_string(), "disk full");
         assert!(
             Error::store("lock poisoned")
                 .source()

@@ -53,34 +53,82 @@ impl fmt::Debug for DraftId {
 /// A draft: the current revision of one proposed action and where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Draft {
-    /// Its id.
-    pub id: DraftId,
-    /// The tool name.
-    pub action: String,
-    /// The risk class name from the policy at proposal time.
-    pub risk: String,
-    /// 1 for the first revision, +1 per `revise`.
-    pub seq: u32,
-    /// The current revision.
-    pub revision: Revision,
-    /// The canonical bytes of the current envelope: what runs, byte for byte.
-    pub canonical: Vec<u8>,
-    /// JSON Pointers (into the arguments) of fields marked hidden.
-    pub hidden: Vec<String>,
-    /// Who asked.
-    pub principal: Principal,
-    /// The person who made the current revision by editing it on the review page; `None` when
-    /// the agent made it. See [`Draft::proposer`].
-    pub editor: Option<String>,
-    /// When it was proposed (Unix milliseconds).
-    pub created_at: i64,
-    /// When an undecided draft expires (Unix milliseconds).
-    pub expires_at: i64,
-    /// Where it stands.
-    pub state: State,
+    pub(crate) id: DraftId,
+    pub(crate) action: String,
+    pub(crate) risk: String,
+    pub(crate) seq: u32,
+    pub(crate) revision: Revision,
+    pub(crate) canonical: Vec<u8>,
+    pub(crate) hidden: Vec<String>,
+    pub(crate) principal: Principal,
+    pub(crate) editor: Option<String>,
+    pub(crate) created_at: i64,
+    pub(crate) expires_at: i64,
+    pub(crate) state: State,
 }
 
 impl Draft {
+    /// Its id.
+    pub fn id(&self) -> &DraftId {
+        &self.id
+    }
+
+    /// The tool name.
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
+    /// The risk class name from the policy at proposal time.
+    pub fn risk(&self) -> &str {
+        &self.risk
+    }
+
+    /// 1 for the first revision, +1 per `revise`.
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
+    /// The current revision.
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
+    /// The canonical bytes of the current envelope: what runs, byte for byte.
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+
+    /// JSON Pointers (into the arguments) of fields marked hidden.
+    pub fn hidden(&self) -> &[String] {
+        &self.hidden
+    }
+
+    /// Who asked.
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// The person who made the current revision by editing it on the review page; `None` when
+    /// the agent made it. See [`Draft::proposer`].
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
+    /// When it was proposed (Unix milliseconds).
+    pub fn created_at(&self) -> i64 {
+        self.created_at
+    }
+
+    /// When an undecided draft expires (Unix milliseconds).
+    pub fn expires_at(&self) -> i64 {
+        self.expires_at
+    }
+
+    /// Where it stands.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
     /// The subject that proposed the current revision (CONTRACT.md section 9): the person whose
     /// edit made it, else the agent's subject. `self_approval = false` keeps them from
     /// approving it, so a person's edit needs someone else's eyes like an agent's proposal does.
@@ -108,18 +156,44 @@ impl Draft {
 /// One revision of a draft, kept for the diff a person sees when approving a newer one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RevisionRecord {
+    pub(crate) draft_id: DraftId,
+    pub(crate) seq: u32,
+    pub(crate) revision: Revision,
+    pub(crate) canonical: Vec<u8>,
+    pub(crate) editor: Option<String>,
+    pub(crate) created_at: i64,
+}
+
+impl RevisionRecord {
     /// The draft.
-    pub draft_id: DraftId,
+    pub fn draft_id(&self) -> &DraftId {
+        &self.draft_id
+    }
+
     /// Its number within the draft.
-    pub seq: u32,
+    pub fn seq(&self) -> u32 {
+        self.seq
+    }
+
     /// The revision.
-    pub revision: Revision,
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
     /// The canonical envelope bytes.
-    pub canonical: Vec<u8>,
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+
     /// The person who made it on the review page; `None` when the agent made it.
-    pub editor: Option<String>,
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
     /// When it was made (Unix milliseconds).
-    pub created_at: i64,
+    pub fn created_at(&self) -> i64 {
+        self.created_at
+    }
 }
 
 /// Where an operation stands.
@@ -168,33 +242,87 @@ impl OpStatus {
 /// One execution attempt keyed by the caller's `operation_id` (Stripe-style idempotency).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
+    pub(crate) principal: Principal,
+    pub(crate) id: String,
+    pub(crate) fingerprint: Digest,
+    pub(crate) draft_id: DraftId,
+    pub(crate) revision: Revision,
+    pub(crate) status: OpStatus,
+    pub(crate) owner: String,
+    pub(crate) lease_until: i64,
+    pub(crate) result: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) attempts: u32,
+    pub(crate) started_at: i64,
+    pub(crate) finished_at: Option<i64>,
+}
+
+impl Operation {
     /// Whose key it is: the principal of the draft it runs. Two principals' operations with
     /// the same id are two operations.
-    pub principal: Principal,
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
     /// The caller's key.
-    pub id: String,
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     /// `digest("countersign/v1/fingerprint", …)` of the operation's input.
-    pub fingerprint: Digest,
+    pub fn fingerprint(&self) -> Digest {
+        self.fingerprint
+    }
+
     /// The draft it runs.
-    pub draft_id: DraftId,
+    pub fn draft_id(&self) -> &DraftId {
+        &self.draft_id
+    }
+
     /// The revision it runs.
-    pub revision: Revision,
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
     /// Where it stands.
-    pub status: OpStatus,
+    pub fn status(&self) -> OpStatus {
+        self.status
+    }
+
     /// Which runner journaled it (see `owner`), for telling "running" from "died".
-    pub owner: String,
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
     /// Until when a runner on another host counts as alive (Unix milliseconds).
-    pub lease_until: i64,
+    pub fn lease_until(&self) -> i64 {
+        self.lease_until
+    }
+
     /// The recorded result (JSON text) once succeeded.
-    pub result: Option<String>,
+    pub fn result(&self) -> Option<&str> {
+        self.result.as_deref()
+    }
+
     /// The recorded failure message once failed.
-    pub error: Option<String>,
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
     /// How many times the action was called for it.
-    pub attempts: u32,
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
     /// When it was first journaled (Unix milliseconds).
-    pub started_at: i64,
+    pub fn started_at(&self) -> i64 {
+        self.started_at
+    }
+
     /// When its outcome was recorded (Unix milliseconds).
-    pub finished_at: Option<i64>,
+    pub fn finished_at(&self) -> Option<i64> {
+        self.finished_at
+    }
 }
 
 /// Executions of one tool inside the current rate window.

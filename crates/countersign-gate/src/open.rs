@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::policy::Policy;
 use crate::store::GateStore;
-use crate::store::memory::MemoryStore;
+use crate::store::MemoryStore;
 
 /// Opens the gate store a URL names. `redis://` holds replay ledgers only and is refused.
 ///
@@ -26,10 +26,10 @@ pub async fn open_store(url: &StoreUrl) -> Result<Arc<dyn GateStore>> {
     match url {
         StoreUrl::Memory => Ok(Arc::new(MemoryStore::new())),
         #[cfg(feature = "sqlite")]
-        StoreUrl::Sqlite(path) => Ok(Arc::new(crate::store::sqlite::SqliteStore::open(path)?)),
+        StoreUrl::Sqlite(path) => Ok(Arc::new(crate::store::SqliteStore::open(path)?)),
         #[cfg(feature = "postgres")]
         StoreUrl::Postgres(u) => Ok(Arc::new(
-            crate::store::postgres::PostgresStore::connect(u, "countersign").await?,
+            crate::store::PostgresStore::connect(u, "countersign").await?,
         )),
         StoreUrl::Redis(_) => Err(Error::Config(
             "a redis:// store holds replay ledgers only; drafts need sqlite:, postgres:// or memory:"

@@ -21,6 +21,24 @@ use crate::approval::Evidence;
 use crate::policy::Channel;
 
 /// One person's approval of one revision; consumed by the run it allows.
+///
+/// Made only by the gate's approve stage or read back from a store row:
+///
+/// ```compile_fail,E0451
+/// use countersign_canon::Revision;
+/// use countersign_gate::policy::Channel;
+/// use countersign_gate::state::Approval;
+/// fn forge(revision: Revision) -> Approval {
+///     Approval {
+///         revision,
+///         approver: "alice".into(),
+///         channel: Channel::Cli,
+///         approved_at: 0,
+///         expires_at: i64::MAX,
+///         evidence: None,
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
     /// The revision approved.
@@ -82,6 +100,13 @@ pub struct Proposed;
 
 /// One or more people approved the current revision; nothing has run. Whether they are enough
 /// (the policy's quorum) is decided when a run is claimed, under the policy of that moment.
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::state::{Approval, Approved};
+/// fn forge(approval: Approval) -> Approved {
+///     Approved { approvals: vec![approval] }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approved {
     /// The approvals, one per approver, oldest first; never empty.
@@ -89,47 +114,81 @@ pub struct Approved {
 }
 
 /// The approval was consumed and the run journaled; the action may be running now.
+///
+/// Outside this crate a run state can be read, never made or moved on: only the gate's
+/// execute stage, past its checks, turns an approval into one.
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::state::{Executing, State};
+/// let forged = State::Executing(Executing { operation_id: "op-1".into() });
+/// ```
+///
+/// ```compile_fail,E0624
+/// use countersign_gate::state::{Approved, Executing};
+/// fn run(approved: Approved) -> Executing {
+///     approved.claim("op-1".into())
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executing {
-    /// The operation that runs it.
-    pub operation_id: String,
+    pub(crate) operation_id: String,
 }
 
 /// The action ran and succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Executed {
+    pub(crate) operation_id: String,
+}
+
+impl Executed {
     /// The operation that ran it.
-    pub operation_id: String,
+    pub fn operation_id(&self) -> &str {
+        &self.operation_id
+    }
 }
 
 /// The action ran and failed in a way the port says may succeed on retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedRetryable {
-    /// The operation that ran it; only it may retry.
-    pub operation_id: String,
+    pub(crate) operation_id: String,
 }
 
 /// The action ran and failed for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedTerminal {
+    pub(crate) operation_id: String,
+}
+
+impl FailedTerminal {
     /// The operation that ran it.
-    pub operation_id: String,
+    pub fn operation_id(&self) -> &str {
+        &self.operation_id
+    }
 }
 
 /// A run started and its outcome was never recorded (the process died).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutcomeUnknown {
-    /// The operation that started it.
-    pub operation_id: String,
+    pub(crate) operation_id: String,
 }
 
 /// A person refused the draft.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
+    pub(crate) by: String,
+    pub(crate) reason: Option<String>,
+}
+
+impl Rejected {
     /// Who refused.
-    pub by: String,
+    pub fn by(&self) -> &str {
+        &self.by
+    }
+
     /// Why, if they said.
-    pub reason: Option<String>,
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
 }
 
 /// Nobody decided in time.
@@ -139,15 +198,25 @@ pub struct Expired;
 /// An old revision replaced by `revise`; kept for the diff and the audit, never runnable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Superseded {
+    pub(crate) revision: Revision,
+    pub(crate) by: Revision,
+}
+
+impl Superseded {
     /// The revision replaced.
-    pub revision: Revision,
+    pub fn revision(&self) -> Revision {
+        self.revision
+    }
+
     /// The revision that replaced it.
-    pub by: Revision,
+    pub fn by(&self) -> Revision {
+        self.by
+    }
 }
 
 /// Proof, built only from the tool's policy, that a run may be repeated.
 #[derive(Debug, Clone, Copy)]
-pub struct IdempotentTool(());
+pub(crate) struct IdempotentTool(());
 
 impl IdempotentTool {
     pub(crate) fn from_policy(idempotent: bool) -> Option<Self> {
@@ -157,24 +226,24 @@ impl IdempotentTool {
 
 impl Proposed {
     /// A person approved the current revision.
-    pub fn approve(self, approval: Approval) -> Approved {
+    pub(crate) fn approve(self, approval: Approval) -> Approved {
         Approved {
             approvals: vec![approval],
         }
     }
 
     /// A person refused it.
-    pub fn reject(self, by: String, reason: Option<String>) -> Rejected {
+    pub(crate) fn reject(self, by: String, reason: Option<String>) -> Rejected {
         Rejected { by, reason }
     }
 
     /// Nobody decided before the draft's deadline.
-    pub fn expire(self) -> Expired {
+    pub(crate) fn expire(self) -> Expired {
         Expired
     }
 
     /// A new revision replaces `old`.
-    pub fn supersede(self, old: Revision, by: Revision) -> (Proposed, Superseded) {
+    pub(crate) fn supersede(self, old: Revision, by: Revision) -> (Proposed, Superseded) {
         (Proposed, Superseded { revision: old, by })
     }
 }
@@ -192,14 +261,14 @@ impl Approved {
     }
 
     /// Consumes the approval and journals the run: the one way into `Executing`.
-    pub fn claim(self, operation_id: String) -> Executing {
+    pub(crate) fn claim(self, operation_id: String) -> Executing {
         Executing { operation_id }
     }
 
     /// Another approval of the same revision: it joins the others, replacing an earlier one by
     /// the same approver (a person counts once however often they approve). Approvals that
     /// lapsed by `now_ms` or name another revision are dropped.
-    pub fn reapprove(mut self, approval: Approval, now_ms: i64) -> Approved {
+    pub(crate) fn reapprove(mut self, approval: Approval, now_ms: i64) -> Approved {
         self.approvals.retain(|a| {
             a.approver != approval.approver && a.revision == approval.revision && a.is_live(now_ms)
         });
@@ -208,46 +277,51 @@ impl Approved {
     }
 
     /// The approval lapsed unused: back to waiting for a person.
-    pub fn lapse(self) -> Proposed {
+    pub(crate) fn lapse(self) -> Proposed {
         Proposed
     }
 
     /// A person refused it after all.
-    pub fn reject(self, by: String, reason: Option<String>) -> Rejected {
+    pub(crate) fn reject(self, by: String, reason: Option<String>) -> Rejected {
         Rejected { by, reason }
     }
 
     /// A new revision replaces the approved one; the approval is void.
-    pub fn supersede(self, by: Revision) -> (Proposed, Superseded) {
+    pub(crate) fn supersede(self, by: Revision) -> (Proposed, Superseded) {
         let old = self.approval().revision;
         (Proposed, Superseded { revision: old, by })
     }
 }
 
 impl Executing {
+    /// The operation that runs it.
+    pub fn operation_id(&self) -> &str {
+        &self.operation_id
+    }
+
     /// The action succeeded.
-    pub fn succeed(self) -> Executed {
+    pub(crate) fn succeed(self) -> Executed {
         Executed {
             operation_id: self.operation_id,
         }
     }
 
     /// The action failed; a retry may succeed.
-    pub fn fail_retryable(self) -> FailedRetryable {
+    pub(crate) fn fail_retryable(self) -> FailedRetryable {
         FailedRetryable {
             operation_id: self.operation_id,
         }
     }
 
     /// The action failed for good.
-    pub fn fail_terminal(self) -> FailedTerminal {
+    pub(crate) fn fail_terminal(self) -> FailedTerminal {
         FailedTerminal {
             operation_id: self.operation_id,
         }
     }
 
     /// The process that ran it died before recording an outcome.
-    pub fn lose(self) -> OutcomeUnknown {
+    pub(crate) fn lose(self) -> OutcomeUnknown {
         OutcomeUnknown {
             operation_id: self.operation_id,
         }
@@ -255,8 +329,13 @@ impl Executing {
 }
 
 impl FailedRetryable {
+    /// The operation that ran it; only it may retry.
+    pub fn operation_id(&self) -> &str {
+        &self.operation_id
+    }
+
     /// The same operation tries again.
-    pub fn retry(self) -> Executing {
+    pub(crate) fn retry(self) -> Executing {
         Executing {
             operation_id: self.operation_id,
         }
@@ -264,8 +343,13 @@ impl FailedRetryable {
 }
 
 impl OutcomeUnknown {
+    /// The operation that started it.
+    pub fn operation_id(&self) -> &str {
+        &self.operation_id
+    }
+
     /// Runs again; only possible with proof that the tool is idempotent.
-    pub fn retry(self, _proof: IdempotentTool) -> Executing {
+    pub(crate) fn retry(self, _proof: IdempotentTool) -> Executing {
         Executing {
             operation_id: self.operation_id,
         }
@@ -273,7 +357,7 @@ impl OutcomeUnknown {
 
     /// A person checked the world and found that the run took effect: it is recorded as done,
     /// and a retry of the operation replays.
-    pub fn settle_ran(self) -> Executed {
+    pub(crate) fn settle_ran(self) -> Executed {
         Executed {
             operation_id: self.operation_id,
         }
@@ -281,7 +365,7 @@ impl OutcomeUnknown {
 
     /// A person checked the world and found that the run did not take effect: the same
     /// operation may run once more.
-    pub fn settle_not_run(self) -> FailedRetryable {
+    pub(crate) fn settle_not_run(self) -> FailedRetryable {
         FailedRetryable {
             operation_id: self.operation_id,
         }

@@ -17,6 +17,30 @@ pub(crate) fn audit(event: AuditEvent) -> Commit {
     }
 }
 
+/// A refused decision: only `event`, naming the refusal, is written.
+pub(crate) fn refused<T>(event: &AuditEvent, e: Error) -> (Commit, Result<T>) {
+    (audit(event.clone().outcome(Err(&e))), Err(e))
+}
+
+/// What a decision answers, as far as the transaction around it needs to know.
+pub(crate) trait Verdict: Send {
+    /// The refusal, when the decision refused.
+    fn refusal(&self) -> Option<&Error>;
+
+    /// The answer when the store never ran the decision.
+    fn not_run() -> Self;
+}
+
+impl<T: Send> Verdict for Result<T> {
+    fn refusal(&self) -> Option<&Error> {
+        self.as_ref().err()
+    }
+
+    fn not_run() -> Self {
+        Err(Error::store("transaction did not run"))
+    }
+}
+
 impl Gate {
     /// Runs `decide` in one transaction over a single draft and returns its verdict: approve,
     /// revise and reject differ only in the decision, never in how it is made atomic.
@@ -42,9 +66,22 @@ impl Gate {
         &self,
         keys: TxKeys<'_>,
         principal: Option<&Principal>,
-        mut decide: impl FnMut(Snapshot) -> (Commit, Result<T>) + Send,
+        decide: impl FnMut(Snapshot) -> (Commit, Result<T>) + Send,
     ) -> Result<T> {
-        let mut verdict: Option<Result<T>> = None;
+        self.decide_on_draft(keys, principal, decide)
+            .await
+            .and_then(|verdict| verdict)
+    }
+
+    /// [`Gate::on_draft_with`] for a decision with a verdict of its own (execute's claim):
+    /// `Err` only when the store failed.
+    pub(crate) async fn decide_on_draft<V: Verdict>(
+        &self,
+        keys: TxKeys<'_>,
+        principal: Option<&Principal>,
+        mut decide: impl FnMut(Snapshot) -> (Commit, V) + Send,
+    ) -> Result<V> {
+        let mut verdict: Option<V> = None;
         let mut strays = Vec::new();
         let mut step = |snap: Snapshot| {
             let missing = snap.draft.is_none();
@@ -58,13 +95,13 @@ impl Gate {
             commit
         };
         self.commit(&keys, &mut step).await?;
-        let verdict = verdict.unwrap_or(Err(Error::store("transaction did not run")));
-        if let Err(e) = &verdict {
+        let verdict = verdict.unwrap_or_else(V::not_run);
+        if let Some(e) = verdict.refusal() {
             for event in strays {
                 self.audit_refusal(event, e.code(), principal).await;
             }
         }
-        verdict
+        Ok(verdict)
     }
 
     /// Audits a refusal made before any draft was touched (naming a privacy hit's kind and
@@ -106,10 +143,7 @@ impl Gate {
     /// Records a refusal that happened before any row was read.
     pub(crate) async fn audit_only(&self, event: AuditEvent) {
         // The same commit however often the store runs the step (it may retry).
-        let mut step = |_: Snapshot| Commit {
-            audit: vec![event.clone()],
-            ..Commit::default()
-        };
+        let mut step = |_: Snapshot| audit(event.clone());
         if let Err(e) = self.commit(&TxKeys::default(), &mut step).await {
             tracing::warn!(error = %e, "refusal not audited");
         }

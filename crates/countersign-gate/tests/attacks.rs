@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use countersign_canon::Principal;
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Channel, Draft, Gate, Policy, Proposal, SqliteStore};
-use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, tool};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{Draft, Gate, Proposal};
+use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approve, tool};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -68,15 +70,12 @@ impl World {
     }
 
     async fn approve(&self, d: &Draft) {
-        self.gate
-            .approve(d.id.as_str(), &d.revision.to_hex(), "alice", Channel::Cli)
-            .await
-            .expect("approve");
+        approve(&self.gate, d).await;
     }
 
     async fn run(&self, d: &Draft, rev: &str, op: &str) -> Result<bool, &'static str> {
         self.gate
-            .execute(d.id.as_str(), rev, op, &self.action)
+            .execute(d.id().as_str(), rev, op, &self.action)
             .await
             .map(|x| x.replay)
             .map_err(|e| e.code().as_str())
@@ -92,7 +91,7 @@ async fn execute_before_approval_is_refused_without_a_call() {
     let w = world();
     let d = w.draft(r#"{"title":"t"}"#).await;
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("APPROVAL_REQUIRED")
     );
     assert_eq!(w.calls(), 0);
@@ -103,13 +102,13 @@ async fn one_flipped_hex_character_is_a_stale_revision() {
     let w = world();
     let d = w.draft(r#"{"title":"t"}"#).await;
     w.approve(&d).await;
-    let mut rev = d.revision.to_hex().into_bytes();
+    let mut rev = d.revision().to_hex().into_bytes();
     rev[17] = if rev[17] == b'0' { b'1' } else { b'0' };
     let flipped = String::from_utf8(rev).expect("hex");
     assert_eq!(w.run(&d, &flipped, "op").await, Err("STALE_REVISION"));
     // A prefix is not a revision at all.
     assert_eq!(
-        w.run(&d, &d.revision.to_hex()[..12], "op").await,
+        w.run(&d, &d.revision().to_hex()[..12], "op").await,
         Err("INVALID_ARGUMENT")
     );
     assert_eq!(w.calls(), 0);
@@ -120,15 +119,15 @@ async fn revising_after_approval_voids_it() {
     let w = world();
     let d = w.draft(r#"{"title":"v1"}"#).await;
     w.approve(&d).await;
-    let old = d.revision.to_hex();
+    let old = d.revision().to_hex();
     let new = w
         .gate
-        .revise(d.id.as_str(), &old, br#"{"title":"v2"}"#)
+        .revise(d.id().as_str(), &old, br#"{"title":"v2"}"#)
         .await
         .expect("revise");
     assert_eq!(w.run(&d, &old, "a").await, Err("STALE_REVISION"));
     assert_eq!(
-        w.run(&d, &new.revision.to_hex(), "b").await,
+        w.run(&d, &new.revision().to_hex(), "b").await,
         Err("APPROVAL_REQUIRED")
     );
     assert_eq!(w.calls(), 0);
@@ -139,7 +138,7 @@ async fn a_completed_operation_replays_its_result() {
     let w = world();
     let d = w.draft(r#"{"title":"t"}"#).await;
     w.approve(&d).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     assert_eq!(w.run(&d, &rev, "op").await, Ok(false));
     assert_eq!(w.run(&d, &rev, "op").await, Ok(true));
     assert_eq!(w.run(&d, &rev, "op").await, Ok(true));
@@ -150,7 +149,7 @@ async fn a_completed_operation_replays_its_result() {
     let other = w.draft(r#"{"title":"other"}"#).await;
     w.approve(&other).await;
     assert_eq!(
-        w.run(&other, &other.revision.to_hex(), "op").await,
+        w.run(&other, &other.revision().to_hex(), "op").await,
         Err("OPERATION_ID_CONFLICT")
     );
     assert_eq!(w.calls(), 1);
@@ -165,9 +164,9 @@ async fn prompt_injection_is_data_hashed_shown_and_still_gated() {
         .await;
     let m = countersign_gate::manifest(&d).expect("manifest");
     assert!(m.to_string().contains("IGNORE ALL PREVIOUS"));
-    assert_eq!(m.revision, d.revision);
+    assert_eq!(m.revision, d.revision());
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("APPROVAL_REQUIRED")
     );
     assert_eq!(w.calls(), 0);
@@ -212,10 +211,10 @@ async fn nfc_spellings_agree_and_invisible_characters_do_not() {
     let w = world();
     let nfc = w.draft(r#"{"title":"caf\u00e9"}"#).await;
     let nfd = w.draft(r#"{"title":"cafe\u0301"}"#).await;
-    assert_eq!(nfc.revision, nfd.revision);
+    assert_eq!(nfc.revision(), nfd.revision());
     for sneaky in [r#"{"title":"caf\u200be"}"#, r#"{"title":"caf\u202ee"}"#] {
         let d = w.draft(sneaky).await;
-        assert_ne!(d.revision, nfc.revision);
+        assert_ne!(d.revision(), nfc.revision());
         let m = countersign_gate::manifest(&d).expect("manifest");
         let mut title = None;
         m.for_each(|e| {
@@ -234,7 +233,7 @@ async fn a_hidden_field_is_covered_by_the_revision() {
     let w = world();
     let a = w.draft(r#"{"title":"t","notes":"ship friday"}"#).await;
     let b = w.draft(r#"{"title":"t","notes":"ship never"}"#).await;
-    assert_ne!(a.revision, b.revision);
+    assert_ne!(a.revision(), b.revision());
     let m = countersign_gate::manifest(&a).expect("manifest");
     let mut notes = None;
     m.for_each(|e| {
@@ -249,15 +248,15 @@ async fn a_hidden_field_is_covered_by_the_revision() {
     let revised = w
         .gate
         .revise(
-            a.id.as_str(),
-            &a.revision.to_hex(),
+            a.id().as_str(),
+            &a.revision().to_hex(),
             br#"{"title":"t","notes":"ship never"}"#,
         )
         .await
         .expect("revise");
-    assert_eq!(revised.revision, b.revision);
+    assert_eq!(revised.revision(), b.revision());
     assert_eq!(
-        w.run(&a, &revised.revision.to_hex(), "op").await,
+        w.run(&a, &revised.revision().to_hex(), "op").await,
         Err("APPROVAL_REQUIRED")
     );
 }
@@ -269,7 +268,7 @@ async fn an_expired_approval_is_no_approval() {
     w.approve(&d).await;
     w.clock.advance(Duration::from_secs(15 * 60 + 1));
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("APPROVAL_REQUIRED")
     );
     assert_eq!(w.calls(), 0);
@@ -281,11 +280,11 @@ async fn a_rejected_draft_stays_rejected() {
     let d = w.draft(r#"{"title":"t"}"#).await;
     w.approve(&d).await;
     w.gate
-        .reject(d.id.as_str(), "bob", Some("no"))
+        .reject(d.id().as_str(), "bob", Some("no"))
         .await
         .expect("reject");
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("APPROVAL_REJECTED")
     );
     assert_eq!(w.calls(), 0);
@@ -307,7 +306,7 @@ impl countersign_gate::ActionPort for OwnDraftsOnly {
     }
 
     fn admit(&self, draft: &Draft) -> Result<(), countersign_gate::Error> {
-        if draft.principal == self.caller {
+        if *draft.principal() == self.caller {
             Ok(())
         } else {
             Err(countersign_gate::Error::NotFound)
@@ -320,14 +319,14 @@ async fn someone_elses_damaged_draft_still_looks_absent() {
     let w = world();
     let d = w.draft(r#"{"title":"pay 10"}"#).await;
     w.approve(&d).await;
-    let forged = String::from_utf8(d.canonical.clone())
+    let forged = String::from_utf8(d.canonical().to_vec())
         .expect("utf-8")
         .replace("pay 10", "pay 99");
     rusqlite::Connection::open(&w.db)
         .expect("open")
         .execute(
             "UPDATE gate_drafts SET canonical = ?1 WHERE id = ?2",
-            rusqlite::params![forged.as_bytes(), d.id.as_str()],
+            rusqlite::params![forged.as_bytes(), d.id().as_str()],
         )
         .expect("tamper");
     let stranger = Principal {
@@ -339,7 +338,7 @@ async fn someone_elses_damaged_draft_still_looks_absent() {
     // this one leaks. To its owner, the truth.
     for (caller, expected) in [
         (stranger, "NOT_FOUND"),
-        (d.principal.clone(), "STORE_TAMPERED"),
+        (d.principal().clone(), "STORE_TAMPERED"),
     ] {
         let port = OwnDraftsOnly {
             caller,
@@ -347,7 +346,7 @@ async fn someone_elses_damaged_draft_still_looks_absent() {
         };
         let refused = w
             .gate
-            .execute(d.id.as_str(), &d.revision.to_hex(), "op", &port)
+            .execute(d.id().as_str(), &d.revision().to_hex(), "op", &port)
             .await
             .expect_err("refused");
         assert_eq!(refused.code().as_str(), expected);
@@ -361,17 +360,17 @@ async fn edited_canonical_bytes_are_refused_and_fail_audit_verify() {
     let d = w.draft(r#"{"title":"pay 10"}"#).await;
     w.approve(&d).await;
     assert!(w.gate.verify_audit().await.expect("verify").ok());
-    let forged = String::from_utf8(d.canonical.clone())
+    let forged = String::from_utf8(d.canonical().to_vec())
         .expect("utf-8")
         .replace("pay 10", "pay 99");
     let conn = rusqlite::Connection::open(&w.db).expect("open");
     conn.execute(
         "UPDATE gate_drafts SET canonical = ?1 WHERE id = ?2",
-        rusqlite::params![forged.as_bytes(), d.id.as_str()],
+        rusqlite::params![forged.as_bytes(), d.id().as_str()],
     )
     .expect("tamper");
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("STORE_TAMPERED")
     );
     let report = w.gate.verify_audit().await.expect("verify");
@@ -387,7 +386,7 @@ async fn edited_canonical_bytes_are_refused_and_fail_audit_verify() {
     let rev = countersign_canon::Revision::of_canonical(forged.as_bytes()).to_hex();
     conn.execute(
         "UPDATE gate_drafts SET revision = ?1 WHERE id = ?2",
-        rusqlite::params![rev, d.id.as_str()],
+        rusqlite::params![rev, d.id().as_str()],
     )
     .expect("tamper");
     assert_eq!(w.run(&d, &rev, "op2").await, Err("APPROVAL_REQUIRED"));
@@ -442,7 +441,7 @@ async fn sigkill_child() {
     let rev = std::env::var("COUNTERSIGN_GATE_KILL_REV").expect("rev");
     let clock = ManualClock::at(T0);
     let gate = open_gate(Path::new(&db), clock);
-    let action = countersign_gate::FnAction(|_call| -> countersign_gate::action::ActionFuture {
+    let action = countersign_gate::FnAction(|_call| -> countersign_gate::ActionFuture {
         Box::pin(async {
             println!("JOURNALED");
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -458,7 +457,7 @@ async fn a_run_killed_between_journal_and_outcome_is_outcome_unknown_forever() {
     let w = world();
     let d = w.draft(r#"{"title":"killed"}"#).await;
     w.approve(&d).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let mut child = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args([
             "--exact",
@@ -468,7 +467,7 @@ async fn a_run_killed_between_journal_and_outcome_is_outcome_unknown_forever() {
             "--test-threads=1",
         ])
         .env("COUNTERSIGN_GATE_KILL_DB", &w.db)
-        .env("COUNTERSIGN_GATE_KILL_DRAFT", d.id.as_str())
+        .env("COUNTERSIGN_GATE_KILL_DRAFT", d.id().as_str())
         .env("COUNTERSIGN_GATE_KILL_REV", &rev)
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -490,7 +489,13 @@ async fn a_run_killed_between_journal_and_outcome_is_outcome_unknown_forever() {
         Err("DRAFT_NOT_EDITABLE")
     );
     assert_eq!(w.calls(), 0, "never a second call");
-    let state = w.gate.draft(d.id.as_str()).await.expect("draft").state;
+    let state = w
+        .gate
+        .draft(d.id().as_str())
+        .await
+        .expect("draft")
+        .state()
+        .clone();
     assert_eq!(state.name(), "outcome_unknown");
 }
 
@@ -500,7 +505,7 @@ async fn a_tool_denied_after_approval_does_not_run_but_replays() {
     let done = w.draft(r#"{"title":"done"}"#).await;
     w.approve(&done).await;
     assert_eq!(
-        w.run(&done, &done.revision.to_hex(), "op-done").await,
+        w.run(&done, &done.revision().to_hex(), "op-done").await,
         Ok(false)
     );
     let d = w.draft(r#"{"title":"t"}"#).await;
@@ -509,14 +514,14 @@ async fn a_tool_denied_after_approval_does_not_run_but_replays() {
     let deny = Policy::from_toml("[tools.publish_post]\nmode = \"deny\"\n").expect("policy");
     let denied = Gate::new(store, Arc::new(deny)).with_clock(w.clock.clone());
     let e = denied
-        .execute(d.id.as_str(), &d.revision.to_hex(), "op", &w.action)
+        .execute(d.id().as_str(), &d.revision().to_hex(), "op", &w.action)
         .await
         .expect_err("denied");
     assert_eq!(e.code().as_str(), "POLICY_DENIED");
     let replay = denied
         .execute(
-            done.id.as_str(),
-            &done.revision.to_hex(),
+            done.id().as_str(),
+            &done.revision().to_hex(),
             "op-done",
             &w.action,
         )
@@ -533,13 +538,13 @@ async fn a_credential_as_operation_id_is_blocked_and_not_recorded() {
     w.approve(&d).await;
     let token = "ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8";
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), token).await,
+        w.run(&d, &d.revision().to_hex(), token).await,
         Err("PRIVACY_BLOCKED")
     );
     assert!(!file_contains(&w.db, token));
     assert_eq!(w.calls(), 0);
     // The approval is untouched: a proper id still runs.
-    assert_eq!(w.run(&d, &d.revision.to_hex(), "op-1").await, Ok(false));
+    assert_eq!(w.run(&d, &d.revision().to_hex(), "op-1").await, Ok(false));
 }
 
 /// Arguments right at the limits (64 levels deep, just under 1 MiB) are stored inside an envelope
@@ -558,15 +563,15 @@ async fn arguments_at_the_limits_still_read_back_and_run_once() {
     );
     for args in [deep, big] {
         let d = w.draft(&args).await;
-        let stored = w.gate.draft(d.id.as_str()).await.expect("stored draft");
+        let stored = w.gate.draft(d.id().as_str()).await.expect("stored draft");
         let shown = countersign_gate::manifest(&stored);
         assert!(shown.is_ok(), "manifest: {:?}", shown.err());
         w.approve(&d).await;
         let before = w.calls();
-        let op = format!("op-{}", d.id);
-        assert_eq!(w.run(&d, &d.revision.to_hex(), &op).await, Ok(false));
+        let op = format!("op-{}", d.id());
+        assert_eq!(w.run(&d, &d.revision().to_hex(), &op).await, Ok(false));
         assert_eq!(w.calls(), before + 1);
-        assert_eq!(w.run(&d, &d.revision.to_hex(), &op).await, Ok(true));
+        assert_eq!(w.run(&d, &d.revision().to_hex(), &op).await, Ok(true));
         assert_eq!(w.calls(), before + 1);
     }
 }
@@ -596,7 +601,12 @@ async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
     w.approve(&d).await;
     let elicitation_only = server(server_policy("approval = \"elicitation\""));
     let refused = elicitation_only
-        .execute(d.id.as_str(), &d.revision.to_hex(), "op-channel", &w.action)
+        .execute(
+            d.id().as_str(),
+            &d.revision().to_hex(),
+            "op-channel",
+            &w.action,
+        )
         .await
         .map(|_| ())
         .map_err(|e| e.code().as_str());
@@ -610,8 +620,8 @@ async fn execute_holds_approvals_to_the_servers_channel_and_lifetime() {
     let short = server(server_policy("approval_ttl = \"2m\""));
     let refused = short
         .execute(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             "op-lifetime",
             &w.action,
         )
@@ -633,12 +643,12 @@ async fn an_approved_draft_pointed_at_another_action_is_refused() {
     let changed = conn
         .execute(
             "UPDATE gate_drafts SET action = 'limited' WHERE id = ?1",
-            rusqlite::params![d.id.as_str()],
+            rusqlite::params![d.id().as_str()],
         )
         .expect("tamper");
     assert_eq!(changed, 1);
     assert_eq!(
-        w.run(&d, &d.revision.to_hex(), "op").await,
+        w.run(&d, &d.revision().to_hex(), "op").await,
         Err("STORE_TAMPERED")
     );
     assert_eq!(w.calls(), 0);
@@ -664,10 +674,10 @@ async fn a_draft_whose_manifest_is_over_the_limit_is_refused_before_it_is_stored
     let d = w.draft(r#"{"title":"t"}"#).await;
     let err = w
         .gate
-        .revise(d.id.as_str(), &d.revision.to_hex(), big.as_bytes())
+        .revise(d.id().as_str(), &d.revision().to_hex(), big.as_bytes())
         .await
         .expect_err("over the manifest limit");
     assert!(err.to_string().contains("TOO_LARGE"), "{err}");
-    let stored = w.gate.draft(d.id.as_str()).await.expect("draft");
-    assert_eq!((stored.seq, stored.revision), (1, d.revision));
+    let stored = w.gate.draft(d.id().as_str()).await.expect("draft");
+    assert_eq!((stored.seq(), stored.revision()), (1, d.revision()));
 }

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use countersign_gate::MemoryStore;
 use countersign_gate::store::GateStore;
-use countersign_testkit::gate::run_all;
+use countersign_gate::store::MemoryStore;
+use countersign_testkit::gate::{Recording, run_all};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn memory_store_conforms() {
@@ -13,70 +13,11 @@ async fn memory_store_conforms() {
 
 /// A backend may run a transaction's step more than once (a PostgreSQL batch that rolls back
 /// runs each member again alone): every step the gate hands a store must give the same commit
-/// each time. This store runs each step twice on the same rows and writes only the second.
-#[derive(Debug, Default)]
-struct RunsEveryStepTwice(MemoryStore);
-
-#[async_trait::async_trait]
-impl GateStore for RunsEveryStepTwice {
-    async fn transact(
-        &self,
-        keys: &countersign_gate::store::TxKeys<'_>,
-        step: &mut countersign_gate::store::Step<'_>,
-    ) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
-        let mut twice = |snapshot: countersign_gate::store::Snapshot| {
-            drop(step(snapshot.clone()));
-            step(snapshot)
-        };
-        self.0.transact(keys, &mut twice).await
-    }
-    async fn draft(
-        &self,
-        id: &countersign_gate::DraftId,
-    ) -> countersign_gate::Result<Option<countersign_gate::Draft>> {
-        self.0.draft(id).await
-    }
-    async fn drafts(&self) -> countersign_gate::Result<Vec<countersign_gate::Draft>> {
-        self.0.drafts().await
-    }
-    async fn revisions(
-        &self,
-        id: &countersign_gate::DraftId,
-    ) -> countersign_gate::Result<Vec<countersign_gate::RevisionRecord>> {
-        self.0.revisions(id).await
-    }
-    async fn operation(
-        &self,
-        principal: &countersign_canon::Principal,
-        id: &str,
-    ) -> countersign_gate::Result<Option<countersign_gate::Operation>> {
-        self.0.operation(principal, id).await
-    }
-    async fn list(
-        &self,
-        principal: &countersign_canon::Principal,
-        page: &countersign_gate::Page,
-    ) -> countersign_gate::Result<Vec<countersign_gate::DraftSummary>> {
-        self.0.list(principal, page).await
-    }
-    async fn purge(&self, states: &[&str], before: i64) -> countersign_gate::Result<u64> {
-        self.0.purge(states, before).await
-    }
-    async fn audit(&self) -> countersign_gate::Result<Vec<countersign_gate::audit::AuditRecord>> {
-        self.0.audit().await
-    }
-    async fn advance_passkey_counter(
-        &self,
-        credential: &[u8],
-        counter: u32,
-    ) -> countersign_gate::Result<bool> {
-        self.0.advance_passkey_counter(credential, counter).await
-    }
-}
-
+/// each time. This store runs each step once more on the same rows before the run it writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_step_gives_the_same_commit_when_run_again() {
-    run_all(|| async { Arc::new(RunsEveryStepTwice::default()) as Arc<dyn GateStore> }).await;
+    run_all(|| async { Recording::new(Arc::new(MemoryStore::new()), 1) as Arc<dyn GateStore> })
+        .await;
 }
 
 #[cfg(feature = "sqlite")]
@@ -91,7 +32,7 @@ async fn sqlite_store_conforms() {
             n.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         ));
         async move {
-            Arc::new(countersign_gate::SqliteStore::open(&path).expect("open"))
+            Arc::new(countersign_gate::store::SqliteStore::open(&path).expect("open"))
                 as Arc<dyn GateStore>
         }
     })
@@ -122,7 +63,7 @@ async fn postgres_conforms(batched: bool) {
         schemas.lock().expect("lock").push(schema.clone());
         let url = url.clone();
         async move {
-            let store = countersign_gate::store::postgres::PostgresStore::connect(&url, &schema)
+            let store = countersign_gate::store::PostgresStore::connect(&url, &schema)
                 .await
                 .expect("connect");
             Arc::new(if batched { store } else { store.unbatched() }) as Arc<dyn GateStore>

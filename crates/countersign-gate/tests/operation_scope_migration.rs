@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
-use countersign_gate::{Channel, Draft, Gate, GateStore, Policy, Proposal};
-use countersign_testkit::gate::{CountingAction, ManualClock, tool};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Gate, Proposal};
+use countersign_testkit::gate::{CountingAction, ManualClock, approve, tool};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -40,9 +42,7 @@ async fn approved_as(g: &Gate, who: &Principal, title: &str) -> Draft {
         })
         .await
         .expect("propose");
-    g.approve(d.id.as_str(), &d.revision.to_hex(), "alice", Channel::Cli)
-        .await
-        .expect("approve");
+    approve(g, &d).await;
     d
 }
 
@@ -51,7 +51,7 @@ async fn approved_as(g: &Gate, who: &Principal, title: &str) -> Draft {
 async fn before_upgrade(store: Arc<dyn GateStore>, action: &CountingAction) -> (Draft, Draft) {
     let g = gate(store);
     let a = approved_as(&g, &tenant("a"), "a").await;
-    g.execute(a.id.as_str(), &a.revision.to_hex(), "op-shared", action)
+    g.execute(a.id().as_str(), &a.revision().to_hex(), "op-shared", action)
         .await
         .expect("a runs");
     let b = approved_as(&g, &tenant("b"), "b").await;
@@ -65,15 +65,15 @@ async fn after_upgrade(store: Arc<dyn GateStore>, action: &CountingAction, a: &D
         .await
         .expect("read")
         .expect("a's operation kept its principal");
-    assert_eq!(op.draft_id, a.id);
+    assert_eq!(op.draft_id(), a.id());
     let g = gate(store.clone());
     let replay = g
-        .execute(a.id.as_str(), &a.revision.to_hex(), "op-shared", action)
+        .execute(a.id().as_str(), &a.revision().to_hex(), "op-shared", action)
         .await
         .expect("a replays");
     assert!(replay.replay);
     let run = g
-        .execute(b.id.as_str(), &b.revision.to_hex(), "op-shared", action)
+        .execute(b.id().as_str(), &b.revision().to_hex(), "op-shared", action)
         .await
         .expect("b's own operation, same id");
     assert!(!run.replay);
@@ -88,7 +88,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("v2.db");
     let action = CountingAction::default();
-    let store = Arc::new(countersign_gate::SqliteStore::open(&db).expect("open"));
+    let store = Arc::new(countersign_gate::store::SqliteStore::open(&db).expect("open"));
     let (a, b) = before_upgrade(store.clone(), &action).await;
     drop(store);
     // Back to the previous version's layout: operations keyed by their id alone, none of the
@@ -114,7 +114,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
     .expect("write the v2 layout");
     drop(conn);
 
-    let store = Arc::new(countersign_gate::SqliteStore::open(&db).expect("migrate"));
+    let store = Arc::new(countersign_gate::store::SqliteStore::open(&db).expect("migrate"));
     let conn = rusqlite::Connection::open(&db).expect("open");
     let versions: Vec<i64> = conn
         .prepare("SELECT version FROM gate_schema_version ORDER BY version")
@@ -130,7 +130,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
-    use countersign_gate::store::postgres::PostgresStore;
+    use countersign_gate::store::PostgresStore;
     let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use countersign_gate::audit::verify;
-use countersign_gate::store::postgres::PostgresStore;
-use countersign_gate::store::{Commit, GateStore, Snapshot, TxKeys};
-use countersign_gate::{Channel, Gate, OpStatus, Policy};
-use countersign_testkit::gate::{CountingAction, ManualClock, propose};
+use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::store::PostgresStore;
+use countersign_gate::store::{GateStore, Snapshot, TxKeys};
+use countersign_gate::{Gate, OpStatus};
+use countersign_testkit::gate::{CountingAction, ManualClock, Recording, propose};
 use countersign_testkit::postgres::{drop_schema, unique_schema};
 
 /// No tool with a rate ceiling, so every transition may share a transaction; quotas the
@@ -32,9 +33,9 @@ async fn store(url: &str) -> (Arc<PostgresStore>, String) {
     (Arc::new(store), schema)
 }
 
-fn gate(store: Arc<PostgresStore>) -> Gate {
+fn gate(store: Arc<dyn GateStore>) -> Gate {
     let policy = Policy::from_toml(POLICY).expect("policy");
-    Gate::new(store as Arc<dyn GateStore>, Arc::new(policy)).with_clock(ManualClock::at(T0))
+    Gate::new(store, Arc::new(policy)).with_clock(ManualClock::at(T0))
 }
 
 /// 48 drafts proposed, approved and executed at once, and each of 8 of them executed a second
@@ -53,15 +54,15 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
             let (g, action) = (g.clone(), action.clone());
             tokio::spawn(async move {
                 let d = propose(&g, "publish_post", &format!(r#"{{"title":"post {i}"}}"#)).await;
-                let rev = d.revision.to_hex();
-                g.approve(d.id.as_str(), &rev, "tester", Channel::Cli)
+                let rev = d.revision().to_hex();
+                g.approve(d.id().as_str(), &rev, "tester", Channel::Cli)
                     .await
                     .expect("approve");
                 let op = format!("op-{i}");
                 if i % 6 == 0 {
                     let (a, b) = tokio::join!(
-                        g.execute(d.id.as_str(), &rev, &op, action.as_ref()),
-                        g.execute(d.id.as_str(), &rev, &op, action.as_ref()),
+                        g.execute(d.id().as_str(), &rev, &op, action.as_ref()),
+                        g.execute(d.id().as_str(), &rev, &op, action.as_ref()),
                     );
                     // One runs; the other replays its result or finds it still running.
                     let ran = [&a, &b]
@@ -76,7 +77,7 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
                     }
                 } else {
                     let run = g
-                        .execute(d.id.as_str(), &rev, &op, action.as_ref())
+                        .execute(d.id().as_str(), &rev, &op, action.as_ref())
                         .await
                         .expect("execute");
                     assert!(!run.replay);
@@ -92,7 +93,7 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
             .await
             .expect("read")
             .expect("op");
-        assert_eq!(stored.status, OpStatus::Succeeded);
+        assert_eq!(stored.status(), OpStatus::Succeeded);
     }
     assert_eq!(
         action.calls.load(Ordering::SeqCst),
@@ -113,8 +114,8 @@ async fn concurrent_cycles_share_transactions_and_run_once_each() {
     drop_schema(&url, &schema).await;
 }
 
-/// A transition whose write the server refuses (here: a revision number the draft already
-/// has) races 31 proposals into the batches, ten rounds over. Whichever batch it lands in rolls
+/// A transition whose write the server refuses (here: a draft's own proposal written again, a
+/// revision number the draft already has) races 31 proposals into the batches, ten rounds over. Whichever batch it lands in rolls
 /// back; every proposal then runs alone and lands, the bad transition fails alone with
 /// `STORE_UNAVAILABLE`, and nothing of it was written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -125,18 +126,15 @@ async fn a_refused_write_fails_only_its_own_transition() {
     let (store, schema) = store(&url).await;
     let g = Arc::new(gate(store.clone()));
     for round in 0..10 {
+        // Copies of the proposal's commit, enough for the batch and the run alone after it.
+        let recording = Recording::new(store.clone(), 4);
         let victim = propose(
-            &g,
+            &gate(recording.clone()),
             "publish_post",
             &format!(r#"{{"title":"first {round}"}}"#),
         )
         .await;
-        let existing = store
-            .revisions(&victim.id)
-            .await
-            .expect("read")
-            .pop()
-            .expect("one revision");
+        let mut again = recording.take();
         let start = Arc::new(tokio::sync::Barrier::new(32));
         let mut tasks = Vec::new();
         for i in 0..31 {
@@ -144,21 +142,18 @@ async fn a_refused_write_fails_only_its_own_transition() {
             tasks.push(tokio::spawn(async move {
                 start.wait().await;
                 let args = format!(r#"{{"title":"other {round} {i}"}}"#);
-                propose(&g, "publish_post", &args).await.id
+                propose(&g, "publish_post", &args).await.id().clone()
             }));
         }
         let bad = {
-            let (store, start, id) = (store.clone(), start.clone(), victim.id.clone());
+            let (store, start, id) = (store.clone(), start.clone(), victim.id().clone());
             tokio::spawn(async move {
                 start.wait().await;
                 let keys = TxKeys {
                     draft: Some(id),
                     ..TxKeys::default()
                 };
-                let mut step = |_: Snapshot| Commit {
-                    revision: Some(existing.clone()),
-                    ..Commit::default()
-                };
+                let mut step = |_: Snapshot| again.pop().unwrap_or_default();
                 store.transact(&keys, &mut step).await
             })
         };
@@ -168,7 +163,7 @@ async fn a_refused_write_fails_only_its_own_transition() {
         }
         let err = bad.await.expect("task").expect_err("a duplicate revision");
         assert_eq!(err.code().as_str(), "STORE_UNAVAILABLE");
-        assert_eq!(store.revisions(&victim.id).await.expect("read").len(), 1);
+        assert_eq!(store.revisions(victim.id()).await.expect("read").len(), 1);
     }
     let records = store.audit().await.expect("audit");
     verify(&records, None).expect("the chain holds");

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use countersign_gate::Channel;
-use countersign_gate::store::postgres::PostgresStore;
-use countersign_testkit::gate::{ManualClock, gate, propose, state_moves_and_row_changes};
+use countersign_gate::store::PostgresStore;
+use countersign_testkit::gate::{ManualClock, approve, gate, propose, state_moves_and_row_changes};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -82,9 +81,7 @@ async fn an_approval_does_not_write_a_large_envelope_again(url: &str) {
         (u64::from_str_radix(hi, 16).expect("hi") << 32) | u64::from_str_radix(lo, 16).expect("lo")
     };
     let before = lsn().await;
-    g.approve(d.id.as_str(), &d.revision.to_hex(), "alice", Channel::Cli)
-        .await
-        .expect("approve");
+    approve(&g, &d).await;
     let grown = lsn().await - before;
     assert!(
         grown < (BODY / 4) as u64,

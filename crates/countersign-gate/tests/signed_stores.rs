@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use countersign_canon::{Domain, Principal, digest};
-use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, sshsig};
-use countersign_gate::{FnAction, Gate, GateStore, MemoryStore, Policy, Proposal, SqliteStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::{GateStore, MemoryStore, SqliteStore};
+use countersign_gate::{ActionFuture, ActionOutput};
+use countersign_gate::{FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::ssh::keygen;
 
@@ -49,7 +51,7 @@ async fn signed_round_trip(writer: Arc<dyn GateStore>, reader: Arc<dyn GateStore
         let s = Statement::new(
             Kind::Approval,
             name,
-            vec![(d.id.clone(), d.revision)],
+            vec![(d.id().clone(), d.revision())],
             now,
             300,
         )
@@ -61,8 +63,8 @@ async fn signed_round_trip(writer: Arc<dyn GateStore>, reader: Arc<dyn GateStore
             .expect("approve");
         statements.push((s, sig));
     }
-    let read = reader.draft(&d.id).await.expect("read").expect("draft");
-    let approvals = read.state.approvals();
+    let read = reader.draft(d.id()).await.expect("read").expect("draft");
+    let approvals = read.state().approvals();
     assert_eq!(approvals.len(), 2);
     for (a, (s, sig)) in approvals.iter().zip(&statements) {
         let e = a.evidence().expect("signed");
@@ -79,7 +81,7 @@ async fn signed_round_trip(writer: Arc<dyn GateStore>, reader: Arc<dyn GateStore
         })
     });
     let run = runner
-        .execute(d.id.as_str(), &d.revision.to_hex(), "op-1", &port)
+        .execute(d.id().as_str(), &d.revision().to_hex(), "op-1", &port)
         .await
         .expect("runs");
     assert!(!run.replay);
@@ -118,7 +120,7 @@ async fn sqlite_keeps_signed_approvals() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres_keeps_signed_approvals() {
-    use countersign_gate::store::postgres::PostgresStore;
+    use countersign_gate::store::PostgresStore;
     let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
         return;
     };
@@ -183,7 +185,7 @@ async fn every_store_keeps_passkey_counters() {
     );
     #[cfg(feature = "postgres")]
     if let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") {
-        use countersign_gate::store::postgres::PostgresStore;
+        use countersign_gate::store::PostgresStore;
         let schema = countersign_testkit::postgres::unique_schema("gate_counters");
         counters(&PostgresStore::connect(&url, &schema).await.expect("store")).await;
         countersign_testkit::postgres::drop_schema(&url, &schema).await;

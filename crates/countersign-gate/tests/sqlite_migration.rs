@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Barrier};
 
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Draft, Gate, GateStore, Policy, SqliteStore};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::{GateStore, SqliteStore};
+use countersign_gate::{Draft, Gate};
 use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approved, propose};
 
 const T0: i64 = 1_764_000_000_000;
@@ -51,7 +53,7 @@ async fn contents(store: &dyn GateStore) -> Contents {
     let drafts = store.drafts().await.expect("drafts");
     let mut revisions = Vec::new();
     for d in &drafts {
-        revisions.push(store.revisions(&d.id).await.expect("revisions"));
+        revisions.push(store.revisions(d.id()).await.expect("revisions"));
     }
     let mut operations = Vec::new();
     for id in OPERATIONS {
@@ -80,31 +82,31 @@ async fn history(g: &Gate) {
     };
     propose(g, "publish_post", r#"{"title":"left alone"}"#).await;
     let d = approved(g, "publish_post", r#"{"title":"runs"}"#).await;
-    g.execute(d.id.as_str(), &d.revision.to_hex(), "op-ok", &ok)
+    g.execute(d.id().as_str(), &d.revision().to_hex(), "op-ok", &ok)
         .await
         .expect("run");
     let d = approved(g, "publish_post", r#"{"title":"fails"}"#).await;
-    g.execute(d.id.as_str(), &d.revision.to_hex(), "op-fail", &failing)
+    g.execute(d.id().as_str(), &d.revision().to_hex(), "op-fail", &failing)
         .await
         .expect_err("fails");
     let d = propose(g, "publish_post", r#"{"title":"first"}"#).await;
     g.revise(
-        d.id.as_str(),
-        &d.revision.to_hex(),
+        d.id().as_str(),
+        &d.revision().to_hex(),
         br#"{"title":"second"}"#,
     )
     .await
     .expect("revise");
     let d = approved(g, "publish_post", r#"{"title":"rejected"}"#).await;
-    g.reject(d.id.as_str(), "bob", Some("no"))
+    g.reject(d.id().as_str(), "bob", Some("no"))
         .await
         .expect("reject");
     approved(g, "publish_post", r#"{"title":"approved, waiting"}"#).await;
     for i in 0..2 {
         let d = approved(g, "limited", &format!(r#"{{"n":{i}}}"#)).await;
         g.execute(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             &format!("lim-{i}"),
             &ok,
         )
@@ -198,8 +200,8 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
         .iter()
         .find(|r| r.len() == 2)
         .expect("the revised draft");
-    assert!(String::from_utf8_lossy(&revised[0].canonical).contains("first"));
-    assert!(String::from_utf8_lossy(&revised[1].canonical).contains("second"));
+    assert!(String::from_utf8_lossy(revised[0].canonical()).contains("first"));
+    assert!(String::from_utf8_lossy(revised[1].canonical()).contains("second"));
 
     let clock = ManualClock::at(T0);
     let g = gate(store.clone(), &dir.path().join("countersign.anchor"), clock);
@@ -211,7 +213,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     let action = CountingAction::default();
     let d = approved(&g, "limited", r#"{"n":2}"#).await;
     let e = g
-        .execute(d.id.as_str(), &d.revision.to_hex(), "lim-2", &action)
+        .execute(d.id().as_str(), &d.revision().to_hex(), "lim-2", &action)
         .await
         .expect_err("over the ceiling");
     assert_eq!(e.code().as_str(), "RATE_LIMITED");
@@ -221,21 +223,21 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     let waiting = after
         .drafts
         .iter()
-        .find(|d| String::from_utf8_lossy(&d.canonical).contains("left alone"))
+        .find(|d| String::from_utf8_lossy(d.canonical()).contains("left alone"))
         .expect("the untouched draft");
     let revised = g
         .revise(
-            waiting.id.as_str(),
-            &waiting.revision.to_hex(),
+            waiting.id().as_str(),
+            &waiting.revision().to_hex(),
             br#"{"title":"edited after the upgrade"}"#,
         )
         .await
         .expect("revise");
-    let history = store.revisions(&revised.id).await.expect("revisions");
+    let history = store.revisions(revised.id()).await.expect("revisions");
     assert_eq!(history.len(), 2);
-    assert_eq!(history[0].canonical, waiting.canonical);
-    assert_eq!(history[0].revision, waiting.revision);
-    assert_eq!(history[1].canonical, revised.canonical);
+    assert_eq!(history[0].canonical(), waiting.canonical());
+    assert_eq!(history[0].revision(), waiting.revision());
+    assert_eq!(history[1].canonical(), revised.canonical());
     assert!(g.verify_audit().await.expect("verify").ok());
 
     // Opening again migrates nothing more.
@@ -253,14 +255,14 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
     let target = before
         .drafts
         .iter()
-        .find(|d| String::from_utf8_lossy(&d.canonical).contains("left alone"))
+        .find(|d| String::from_utf8_lossy(d.canonical()).contains("left alone"))
         .expect("draft");
     let conn = rusqlite::Connection::open(&v1).expect("open");
     let changed = conn
         .execute(
             "UPDATE gate_drafts SET canonical = replace(canonical, 'left alone', 'left ALONE')
              WHERE id = ?1",
-            [target.id.as_str()],
+            [target.id().as_str()],
         )
         .expect("tamper");
     assert_eq!(changed, 1);
@@ -268,9 +270,9 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open"));
     // The revision row keeps the bytes that were proposed, not the edited draft's.
-    let history = store.revisions(&target.id).await.expect("revisions");
+    let history = store.revisions(target.id()).await.expect("revisions");
     assert_eq!(history.len(), 1);
-    assert_eq!(history[0].canonical, target.canonical);
+    assert_eq!(history[0].canonical(), target.canonical());
     let g = gate(
         store,
         &dir.path().join("countersign.anchor"),
@@ -281,7 +283,7 @@ async fn bytes_edited_in_a_v1_file_stay_evidence_after_the_migration() {
         report.problems.iter().any(|p| p.contains("do not hash")),
         "{report:?}"
     );
-    let e = g.draft(target.id.as_str()).await.expect_err("tampered");
+    let e = g.draft(target.id().as_str()).await.expect_err("tampered");
     assert_eq!(e.code().as_str(), "STORE_TAMPERED");
 }
 
@@ -339,11 +341,11 @@ async fn a_file_from_a_newer_build_is_refused() {
     let canonical: Vec<u8> = conn
         .query_row(
             "SELECT canonical FROM gate_drafts WHERE id = ?1",
-            [d.id.as_str()],
+            [d.id().as_str()],
             |r| r.get(0),
         )
         .expect("row untouched");
-    assert_eq!(canonical, d.canonical);
+    assert_eq!(canonical, d.canonical());
 }
 
 #[tokio::test]
@@ -394,14 +396,14 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
     assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
-    let read = store.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(read.editor, None);
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(read.editor(), None);
     assert_eq!(read.proposer(), None, "the agent proposed it");
     let g = gate(store.clone(), &anchor, ManualClock::at(T0));
     let edited = g
         .revise_by(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             br#"{"title":"after"}"#,
             Some("alice"),
         )
@@ -410,10 +412,10 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&db).expect("reopen");
-    let read = again.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(read.revision, edited.revision);
-    assert_eq!(read.editor.as_deref(), Some("alice"));
-    let history = again.revisions(&d.id).await.expect("revisions");
-    let editors: Vec<_> = history.iter().map(|r| r.editor.as_deref()).collect();
+    let read = again.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(read.revision(), edited.revision());
+    assert_eq!(read.editor(), Some("alice"));
+    let history = again.revisions(d.id()).await.expect("revisions");
+    let editors: Vec<_> = history.iter().map(|r| r.editor()).collect();
     assert_eq!(editors, [None, Some("alice")]);
 }

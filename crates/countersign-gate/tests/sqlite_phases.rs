@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use countersign_gate::SqliteStore;
+use countersign_gate::store::SqliteStore;
 use countersign_testkit::gate::{ManualClock, approved, gate, propose};
 use countersign_testkit::timing::logged_micros;
 

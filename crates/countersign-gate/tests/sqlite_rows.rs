@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use countersign_gate::SqliteStore;
+use countersign_gate::store::SqliteStore;
 use countersign_testkit::gate::state_moves_and_row_changes;
 
 #[tokio::test]

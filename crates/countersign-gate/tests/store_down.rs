@@ -5,10 +5,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
+use countersign_gate::store::MemoryStore;
 use countersign_gate::store::{GateStore, Step, TxKeys};
-use countersign_gate::{
-    Draft, DraftId, Error, MemoryStore, Operation, RevisionRecord, StoreFailure,
-};
+use countersign_gate::{Draft, DraftId, Error, Operation, RevisionRecord, StoreFailure};
 use countersign_testkit::gate::{CountingAction, ManualClock, approved, gate};
 
 /// A memory store whose connection can be cut.
@@ -96,7 +95,7 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
     let d = approved(&g, "publish_post", r#"{"title":"t"}"#).await;
     store.down.store(true, Ordering::SeqCst);
     let e = g
-        .execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
+        .execute(d.id().as_str(), &d.revision().to_hex(), "op", &action)
         .await
         .expect_err("down");
     assert_eq!(
@@ -106,17 +105,17 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
     assert_eq!(action.calls.load(Ordering::SeqCst), 0);
     let e = g
         .approve(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             "a",
-            countersign_gate::Channel::Cli,
+            countersign_gate::policy::Channel::Cli,
         )
         .await
         .expect_err("down");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     // Back up: the approval was never consumed, so the run happens now, once.
     store.down.store(false, Ordering::SeqCst);
-    g.execute(d.id.as_str(), &d.revision.to_hex(), "op", &action)
+    g.execute(d.id().as_str(), &d.revision().to_hex(), "op", &action)
         .await
         .expect("runs once the store is back");
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);

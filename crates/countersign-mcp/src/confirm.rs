@@ -67,10 +67,8 @@ impl Confirmer {
     /// # Errors
     /// `INVALID_ARGUMENT` when `dry_run` is not a boolean or the token not a string.
     pub(crate) fn step(args: &Map<String, serde_json::Value>) -> Result<ConfirmStep> {
-        let bad = |what: &str| Error::InvalidArgument {
-            rule: "SCHEMA",
-            message: format!("{what} has the wrong type"),
-        };
+        let bad =
+            |what: &str| Error::invalid_argument("SCHEMA", format!("{what} has the wrong type"));
         let dry = match args.get("dry_run") {
             None | Some(serde_json::Value::Bool(false)) => false,
             Some(serde_json::Value::Bool(true)) => true,
@@ -118,10 +116,7 @@ impl Confirmer {
         // The preview is shown like a draft, so it is held to the same limit.
         countersign_canon::ManifestLimits::DEFAULT
             .check(&manifest.size())
-            .map_err(|e| Error::InvalidArgument {
-                rule: "TOO_LARGE",
-                message: e.message().to_owned(),
-            })?;
+            .map_err(|e| Error::invalid_argument("TOO_LARGE", e.message().to_owned()))?;
         let structured = json!({
             "dry_run": true,
             "action": tool,
@@ -194,16 +189,10 @@ pub(crate) fn canonical_args(
     args: &Map<String, serde_json::Value>,
     limits: &countersign_canon::Limits,
 ) -> Result<Value> {
-    let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-        rule: "INVALID_JSON",
-        message: e.to_string(),
-    })?;
-    countersign_canon::parse(&bytes, Profile::CountersignV1, limits).map_err(|e| {
-        Error::InvalidArgument {
-            rule: e.code().as_str(),
-            message: e.to_string(),
-        }
-    })
+    let bytes = serde_json::to_vec(args)
+        .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
+    countersign_canon::parse(&bytes, Profile::CountersignV1, limits)
+        .map_err(|e| Error::invalid_argument(e.code().as_str(), e.to_string()))
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
-use countersign_gate::{Gate, GateStore, MemoryStore, Mode, Policy, Proposal};
+use countersign_gate::policy::{Mode, Policy};
+use countersign_gate::store::{GateStore, MemoryStore};
+use countersign_gate::{Gate, Proposal};
 
 use countersign_gate::approval::Approvers;
 use countersign_replay::{Ledger, StoreUrl};
@@ -264,10 +266,8 @@ impl Countersign {
         args: &Map<String, Value>,
         principal: Principal,
     ) -> Result<countersign_gate::Draft> {
-        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-            rule: "INVALID_JSON",
-            message: e.to_string(),
-        })?;
+        let bytes = serde_json::to_vec(args)
+            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
         let draft = self
             .gate
             .propose(Proposal {
@@ -277,7 +277,7 @@ impl Countersign {
                 principal,
             })
             .await?;
-        if let Ok(policy) = self.gate.policy().lookup(&draft.action)
+        if let Ok(policy) = self.gate.policy().lookup(draft.action())
             && let Some(url) = &policy.notify
         {
             self.notifier.announce(url, &draft);
@@ -288,8 +288,8 @@ impl Countersign {
 
 /// Approvals counted so far and needed, when the tool's policy names a quorum.
 pub(crate) fn quorum(gate: &Gate, draft: &countersign_gate::Draft) -> Option<(u32, u32)> {
-    let need = gate.policy().lookup(&draft.action).ok()?.quorum?;
-    let have = u32::try_from(draft.state.approvals().len()).unwrap_or(u32::MAX);
+    let need = gate.policy().lookup(draft.action()).ok()?.quorum?;
+    let have = u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX);
     Some((have, need))
 }
 
@@ -301,7 +301,8 @@ pub(crate) fn approval_required(
 ) -> Result<CallToolResult> {
     let message = format!(
         "{why}: ask a person to run `countersign approve {} {}`, then call countersign_execute with this draft_id, revision and a new operation_id",
-        draft.id, draft.revision
+        draft.id(),
+        draft.revision()
     );
     approval_required_saying(draft, &message, approvals)
 }
@@ -314,8 +315,8 @@ pub(crate) fn approval_required_saying(
 ) -> Result<CallToolResult> {
     let manifest = countersign_gate::manifest(draft)?;
     let draft = ShownDraft::new(
-        draft.id.as_str().to_owned(),
-        draft.revision.to_hex(),
+        draft.id().as_str().to_owned(),
+        draft.revision().to_hex(),
         envelope_text(draft),
         manifest.entries_json(),
     )
@@ -329,7 +330,7 @@ pub(crate) fn approval_required_saying(
 
 /// The canonical envelope text of a draft.
 pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
-    String::from_utf8_lossy(&draft.canonical).into_owned()
+    String::from_utf8_lossy(draft.canonical()).into_owned()
 }
 
 /// The policy as written (`None`: no file) and the policy in force, checked for whether approvals

@@ -99,12 +99,12 @@ pub(crate) fn definitions() -> Vec<Tool> {
 /// # Errors
 /// `INVALID_ARGUMENT` (rule `SCHEMA`) when missing or not a string.
 pub(crate) fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str> {
-    args.get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| Error::InvalidArgument {
-            rule: "SCHEMA",
-            message: format!("`{name}` is required and must be a string"),
-        })
+    args.get(name).and_then(Value::as_str).ok_or_else(|| {
+        Error::invalid_argument(
+            "SCHEMA",
+            format!("`{name}` is required and must be a string"),
+        )
+    })
 }
 
 /// Refuses members the schema does not name.
@@ -113,10 +113,10 @@ pub(crate) fn text<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a s
 /// `INVALID_ARGUMENT` (rule `SCHEMA`).
 pub(crate) fn only(args: &Map<String, Value>, allowed: &[&str]) -> Result<()> {
     match args.keys().find(|k| !allowed.contains(&k.as_str())) {
-        Some(k) => Err(Error::InvalidArgument {
-            rule: "SCHEMA",
-            message: format!("unknown argument `{k}`"),
-        }),
+        Some(k) => Err(Error::invalid_argument(
+            "SCHEMA",
+            format!("unknown argument `{k}`"),
+        )),
         None => Ok(()),
     }
 }

@@ -16,8 +16,9 @@
 //! altered state approves nothing.
 
 use countersign_canon::{Object, Principal, Value as CanonValue, show_escaped};
+use countersign_gate::Draft;
 use countersign_gate::policy::ApprovalChannel;
-use countersign_gate::{Channel, Draft};
+use countersign_gate::policy::Channel;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
@@ -181,11 +182,11 @@ impl Asked<'_> {
             );
         };
         let bound = bound(draft);
-        let binding = Confirmer::binding(TOKEN_TOOL, &draft.risk, &bound, principal)?;
+        let binding = Confirmer::binding(TOKEN_TOOL, draft.risk(), &bound, principal)?;
         let state = confirmer.mint(&binding, self.core.gate().clock().now_secs())?;
         let mut requests = InputRequests::new();
         requests.insert(
-            format!("{KEY_PREFIX}{}", draft.id),
+            format!("{KEY_PREFIX}{}", draft.id()),
             InputRequest::Elicitation(ElicitRequest::new(params)),
         );
         let result = InputRequiredResult::new(Some(requests), Some(state));
@@ -214,16 +215,14 @@ impl Asked<'_> {
         // that acts on nothing leaves the person's answer usable once the cause is gone (the
         // upstream offering the definition the draft was proposed against again, say).
         let draft = crate::status::own_draft(self.core, draft_id, principal).await?;
-        if draft.action != tool.name {
+        if draft.action() != tool.name {
             return Err(mismatch());
         }
         crate::status::check_tool(&draft, Some(tool), self.core.tool_digests())?;
-        let bytes = serde_json::to_vec(args).map_err(|e| Error::InvalidArgument {
-            rule: "INVALID_JSON",
-            message: e.to_string(),
-        })?;
+        let bytes = serde_json::to_vec(args)
+            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
         let bound = bound(&draft);
-        let binding = Confirmer::binding(TOKEN_TOOL, &draft.risk, &bound, principal)?;
+        let binding = Confirmer::binding(TOKEN_TOOL, draft.risk(), &bound, principal)?;
         let now = self.core.gate().clock().now_secs();
         confirmer.redeem(state, &binding, now).await?;
         // The token is spent: this answer is acted on at most once. The retried arguments must
@@ -233,9 +232,9 @@ impl Asked<'_> {
         let held = self
             .core
             .gate()
-            .revise(draft.id.as_str(), &draft.revision.to_hex(), &bytes)
+            .revise(draft.id().as_str(), &draft.revision().to_hex(), &bytes)
             .await?;
-        if held.revision != draft.revision {
+        if held.revision() != draft.revision() {
             return Err(mismatch());
         }
         let answer = serde_json::from_value::<ElicitResult>(answer.clone())
@@ -245,8 +244,8 @@ impl Asked<'_> {
 
     /// Acts on the answer (or its absence) for `draft`.
     async fn decide(&self, draft: &Draft, answer: Result<ElicitResult, String>) -> Result<Next> {
-        let id = draft.id.as_str();
-        let revision = draft.revision.to_hex();
+        let id = draft.id().as_str();
+        let revision = draft.revision().to_hex();
         let gate = self.core.gate();
         match answer.as_ref().map(verdict) {
             Ok(Verdict::Approve) => {
@@ -288,7 +287,7 @@ impl Asked<'_> {
                 draft,
                 &format!(
                     "{why}: the policy lets a person approve {} only inside the host (approval = \"elicitation\"), so `countersign approve` cannot approve this draft; call the tool again from a host that supports elicitation",
-                    show_escaped(&draft.action).0
+                    show_escaped(draft.action()).0
                 ),
                 approvals,
             )?,
@@ -318,11 +317,11 @@ fn bound(draft: &Draft) -> CanonValue {
     let object: Object = [
         (
             "draft_id".to_owned(),
-            CanonValue::String(draft.id.as_str().to_owned()),
+            CanonValue::String(draft.id().as_str().to_owned()),
         ),
         (
             "revision".to_owned(),
-            CanonValue::String(draft.revision.to_hex()),
+            CanonValue::String(draft.revision().to_hex()),
         ),
     ]
     .into_iter()
@@ -364,7 +363,7 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
     let manifest = countersign_gate::manifest(draft)?;
     let mut text = format!(
         "Approve this call of {}? It runs exactly these values, once:\n\n",
-        show_escaped(&draft.action).0
+        show_escaped(draft.action()).0
     );
     // Counted before anything is written: a draft too large to ask about is left to the CLI.
     if manifest.size().text_bytes > MAX_MESSAGE {
@@ -376,7 +375,8 @@ fn question(draft: &Draft) -> Result<Option<ElicitRequestParams>> {
         .map_err(|_| countersign_gate::Error::Tampered)?;
     text.push_str(&format!(
         "\ndraft {}\nrevision {}\n\nTick \"{APPROVE}\" to run this revision; decline to refuse it.",
-        draft.id, draft.revision
+        draft.id(),
+        draft.revision()
     ));
     let schema = ElicitationSchema::builder()
         .required_bool_property(APPROVE, |b| {

@@ -17,14 +17,6 @@ pub enum Error {
     /// A refusal or failure of the gate (policy, approval, idempotency, store).
     #[error(transparent)]
     Gate(#[from] countersign_gate::Error),
-    /// The arguments break the canonical rules or the tool's input rules.
-    #[error("invalid argument ({rule}): {message}")]
-    InvalidArgument {
-        /// The rule broken, e.g. `DUPLICATE_KEY` or `SCHEMA`.
-        rule: &'static str,
-        /// What was wrong, without echoing secrets.
-        message: String,
-    },
     /// A confirm-mode tool was called without a confirmation token.
     #[error(
         "this tool needs a dry run first: call it with dry_run: true and pass the confirmation_token it returns"
@@ -174,14 +166,20 @@ impl From<countersign_gate::ErrorCode> for ErrorCode {
 }
 
 impl Error {
+    /// `INVALID_ARGUMENT`: the arguments break the canonical rules or the tool's input rules.
+    /// `rule` names the rule broken (e.g. `SCHEMA`); `message` says what was wrong without
+    /// echoing secrets. It is the gate's own refusal, so an argument refused here and one
+    /// refused by the gate read alike.
+    pub fn invalid_argument(rule: &'static str, message: String) -> Self {
+        Error::Gate(countersign_gate::Error::InvalidArgument { rule, message })
+    }
+
     /// The contract code (CONTRACT.md section 8).
     pub fn code(&self) -> ErrorCode {
         use countersign_gate::ErrorCode as Gate;
         match self {
             Error::Gate(e) => e.code().into(),
-            Error::InvalidArgument { .. } | Error::Unreadable { .. } | Error::ToolInput(_) => {
-                Gate::InvalidArgument.into()
-            }
+            Error::Unreadable { .. } | Error::ToolInput(_) => Gate::InvalidArgument.into(),
             Error::ConfirmationRequired => ErrorCode::ConfirmationRequired,
             Error::ConfirmationInvalid { .. } => ErrorCode::ConfirmationInvalid,
             Error::Upstream { .. } => Gate::UpstreamError.into(),
@@ -210,9 +208,6 @@ impl Error {
     pub(crate) fn into_gate(self) -> countersign_gate::Error {
         match self {
             Error::Gate(e) => e,
-            Error::InvalidArgument { rule, message } => {
-                countersign_gate::Error::InvalidArgument { rule, message }
-            }
             Error::Upstream { message, retryable } => {
                 countersign_gate::Error::Upstream { message, retryable }
             }
@@ -233,8 +228,7 @@ impl Error {
         let mut extra = Map::new();
         let mut rest = Map::new();
         match self {
-            Error::InvalidArgument { rule, .. }
-            | Error::Gate(countersign_gate::Error::InvalidArgument { rule, .. }) => {
+            Error::Gate(countersign_gate::Error::InvalidArgument { rule, .. }) => {
                 extra.insert("rule".into(), rule.into());
             }
             Error::ConfirmationInvalid { reason } => {

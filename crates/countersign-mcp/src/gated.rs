@@ -181,8 +181,8 @@ impl<H: ServerHandler> Gated<H> {
                 {
                     let draft =
                         Box::pin(crate::status::own_draft(&self.core, id, &principal)).await?;
-                    let Some(tool) = self.tool(&draft.action, true, &context).await? else {
-                        return Err(unknown_tool(&draft.action));
+                    let Some(tool) = self.tool(draft.action(), true, &context).await? else {
+                        return Err(unknown_tool(draft.action()));
                     };
                     crate::schema::check(&tool.input_schema, new_args)?;
                 }
@@ -346,7 +346,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
     }
 
     fn admit(&self, draft: &countersign_gate::Draft) -> countersign_gate::Result<()> {
-        if draft.principal != *self.principal {
+        if draft.principal() != self.principal {
             return Err(countersign_gate::Error::NotFound);
         }
         if !may_run(draft, self.core.gate().policy()) {
@@ -356,7 +356,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         // as much as a first run.
         let checked = match self.listing {
             Ok(listing) => {
-                let current = listing.iter().find(|t| t.name == draft.action);
+                let current = listing.iter().find(|t| t.name == draft.action());
                 crate::status::check_tool(draft, current, self.core.tool_digests())
             }
             // Borrowed (the gate may ask again), so the failure is restated, not moved.
@@ -375,11 +375,11 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
 
 /// Whether executing `draft` could call the action: open, or a retry the gate allows (after a
 /// retryable failure, or after an unknown outcome of a tool the policy calls idempotent).
-fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::Policy) -> bool {
-    use countersign_gate::State;
-    match &draft.state {
+fn may_run(draft: &countersign_gate::Draft, policy: &countersign_gate::policy::Policy) -> bool {
+    use countersign_gate::state::State;
+    match &draft.state() {
         State::FailedRetryable(_) => true,
-        State::OutcomeUnknown(_) => policy.lookup(&draft.action).is_ok_and(|t| t.idempotent),
+        State::OutcomeUnknown(_) => policy.lookup(draft.action()).is_ok_and(|t| t.idempotent),
         state => state.is_open(),
     }
 }

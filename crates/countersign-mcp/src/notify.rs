@@ -68,24 +68,24 @@ impl Notifier {
     /// The link to `draft`'s page, when a review URL was given.
     pub(crate) fn review_link(&self, draft: &Draft) -> Option<String> {
         let base = self.review_base.as_deref()?;
-        Some(format!("{base}/review/draft/{}", draft.id))
+        Some(format!("{base}/review/draft/{}", draft.id()))
     }
 
     /// The body announcing `draft`.
     pub(crate) fn body(&self, draft: &Draft) -> Value {
         json!({
             "type": "countersign/draft",
-            "draft_id": draft.id.as_str(),
-            "action": draft.action,
-            "revision": draft.revision.to_hex(),
+            "draft_id": draft.id().as_str(),
+            "action": draft.action(),
+            "revision": draft.revision().to_hex(),
             "review": self.review_link(draft),
-            "created_at_ms": draft.created_at,
+            "created_at_ms": draft.created_at(),
         })
     }
 
     /// Announces `draft` to `url` from a task of its own; returns at once.
     pub(crate) fn announce(&self, url: &str, draft: &Draft) {
-        let draft_id = draft.id.to_string();
+        let draft_id = draft.id().to_string();
         let Ok(uri) = url.parse::<Uri>() else {
             // The policy checked the URL; this is a URL the HTTP parser still refuses.
             tracing::warn!(draft = %draft_id, "notify URL not usable; draft not announced");

@@ -28,10 +28,7 @@ pub(crate) fn check_except(
     skip: &[&str],
 ) -> Result<()> {
     let present = |name: &str| !skip.contains(&name) && args.contains_key(name);
-    let bad = |message: String| Error::InvalidArgument {
-        rule: "SCHEMA",
-        message,
-    };
+    let bad = |message: String| Error::invalid_argument("SCHEMA", message);
     let properties = schema.get("properties").and_then(Value::as_object);
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for name in required.iter().filter_map(Value::as_str) {

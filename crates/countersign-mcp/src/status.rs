@@ -5,7 +5,8 @@
 //! rather than refused, so its existence is not disclosed either.
 
 use countersign_canon::Principal;
-use countersign_gate::{Cursor, Draft, Page, State};
+use countersign_gate::state::State;
+use countersign_gate::{Cursor, Draft, Page};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
@@ -39,7 +40,7 @@ pub(crate) async fn own_draft(
     principal: &Principal,
 ) -> Result<Draft> {
     let draft = core.gate().draft(id).await?;
-    if draft.principal != *principal {
+    if draft.principal() != principal {
         return Err(countersign_gate::Error::NotFound.into());
     }
     Ok(draft)
@@ -66,7 +67,7 @@ pub(crate) async fn status(
     countersign_tools::only(args, &["draft_id"])?;
     let draft = own_draft(core, countersign_tools::text(args, "draft_id")?, principal).await?;
     let manifest = countersign_gate::manifest(&draft)?;
-    let approval = draft.state.approval().map(|a| {
+    let approval = draft.state().approval().map(|a| {
         json!({
             "revision": a.revision().to_hex(),
             "approver": a.approver(),
@@ -75,40 +76,40 @@ pub(crate) async fn status(
             "expires_at": a.expires_at(),
         })
     });
-    let outcome = match draft.state.operation_id() {
-        Some(op) => match core.gate().store().operation(&draft.principal, op).await? {
+    let outcome = match draft.state().operation_id() {
+        Some(op) => match core.gate().store().operation(draft.principal(), op).await? {
             Some(o) => json!({
-                "operation_id": o.id,
-                "status": o.status.as_str(),
-                "result": o.result.as_deref()
+                "operation_id": o.id(),
+                "status": o.status().as_str(),
+                "result": o.result()
                     .and_then(|r| serde_json::from_str::<Value>(r).ok())
                     .and_then(|r| r.get("structured").cloned())
                     .unwrap_or(Value::Null),
-                "error": o.error,
+                "error": o.error(),
             }),
             None => Value::Null,
         },
         None => Value::Null,
     };
-    let rejection = match &draft.state {
-        State::Rejected(r) => json!({"by": r.by, "reason": r.reason}),
+    let rejection = match &draft.state() {
+        State::Rejected(r) => json!({"by": r.by(), "reason": r.reason()}),
         _ => Value::Null,
     };
     let structured = json!({
-        "draft_id": draft.id.as_str(),
-        "action": draft.action,
-        "state": draft.state.name(),
-        "revision": draft.revision.to_hex(),
+        "draft_id": draft.id().as_str(),
+        "action": draft.action(),
+        "state": draft.state().name(),
+        "revision": draft.revision().to_hex(),
         "envelope": envelope_text(&draft),
         "manifest": manifest.entries_json(),
         "approval": approval.unwrap_or(Value::Null),
         "rejection": rejection,
         "outcome": outcome,
-        "created_at": draft.created_at,
-        "expires_at": draft.expires_at,
+        "created_at": draft.created_at(),
+        "expires_at": draft.expires_at(),
     });
     Ok(ok(
-        format!("draft {} is {}", draft.id, draft.state.name()),
+        format!("draft {} is {}", draft.id(), draft.state().name()),
         structured,
     ))
 }
@@ -137,12 +138,14 @@ pub(crate) async fn list(
             .as_u64()
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| (1..=countersign_gate::MAX_PAGE).contains(n))
-            .ok_or_else(|| Error::InvalidArgument {
-                rule: "SCHEMA",
-                message: format!(
-                    "`limit` is an integer from 1 to {}",
-                    countersign_gate::MAX_PAGE
-                ),
+            .ok_or_else(|| {
+                Error::invalid_argument(
+                    "SCHEMA",
+                    format!(
+                        "`limit` is an integer from 1 to {}",
+                        countersign_gate::MAX_PAGE
+                    ),
+                )
             })?,
     };
     let page = core.gate().list(principal, &Page { after, limit }).await?;
@@ -184,29 +187,29 @@ pub(crate) async fn revise(
     let id = countersign_tools::text(args, "draft_id")?;
     let expected = countersign_tools::text(args, "expected_revision")?;
     let Some(Value::Object(new_args)) = args.get("args") else {
-        return Err(Error::InvalidArgument {
-            rule: "SCHEMA",
-            message: "`args` is required and must be an object".into(),
-        });
+        return Err(Error::invalid_argument(
+            "SCHEMA",
+            "`args` is required and must be an object".into(),
+        ));
     };
     own_draft(core, id, principal).await?;
-    let bytes = serde_json::to_vec(new_args).map_err(|e| Error::InvalidArgument {
-        rule: "INVALID_JSON",
-        message: e.to_string(),
-    })?;
+    let bytes = serde_json::to_vec(new_args)
+        .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
     let draft = core.gate().revise(id, expected, &bytes).await?;
     let manifest = countersign_gate::manifest(&draft)?;
     let structured = json!({
-        "draft_id": draft.id.as_str(),
-        "state": draft.state.name(),
-        "revision": draft.revision.to_hex(),
+        "draft_id": draft.id().as_str(),
+        "state": draft.state().name(),
+        "revision": draft.revision().to_hex(),
         "envelope": envelope_text(&draft),
         "manifest": manifest.entries_json(),
     });
     Ok(ok(
         format!(
             "draft {} revised; any earlier approval is void: ask a person to run `countersign approve {} {}`",
-            draft.id, draft.id, draft.revision
+            draft.id(),
+            draft.id(),
+            draft.revision()
         ),
         structured,
     ))

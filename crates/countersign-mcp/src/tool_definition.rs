@@ -100,10 +100,10 @@ impl countersign_review::ToolCatalog for ToolDigests {
 }
 
 fn invalid_definition(message: &str) -> Error {
-    Error::InvalidArgument {
-        rule: "TOOL_DEFINITION",
-        message: format!("tool definition cannot be canonicalized: {message}"),
-    }
+    Error::invalid_argument(
+        "TOOL_DEFINITION",
+        format!("tool definition cannot be canonicalized: {message}"),
+    )
 }
 
 /// Whether the tool says it only reads (`readOnlyHint: true`).

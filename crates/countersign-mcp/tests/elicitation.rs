@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use countersign_canon::Limits;
-use countersign_gate::{Channel, MemoryStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::MemoryStore;
 use countersign_mcp::{Confirmer, Countersign, Gated, GuardedTransport};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::mcp::FakeServer;
@@ -254,7 +255,12 @@ fn code(s: &Value) -> &str {
 }
 
 async fn state_of(core: &Countersign, draft: &str) -> &'static str {
-    core.gate().draft(draft).await.expect("draft").state.name()
+    core.gate()
+        .draft(draft)
+        .await
+        .expect("draft")
+        .state()
+        .name()
 }
 
 /// The successful approvals of `draft` in the audit chain: (approver, channel).

@@ -18,16 +18,15 @@ mod token_guard;
 mod anchor;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "postgres")]
-pub use crate::postgres::quoted_schema;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "sqlite")]
 mod rollback;
+pub mod shared;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
-pub mod sqlite_schema;
+mod sqlite_schema;
 
 use std::sync::Arc;
 use std::time::Duration;

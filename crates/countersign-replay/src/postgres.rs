@@ -42,6 +42,36 @@ pub(crate) struct PostgresLedger {
     grace: Duration,
 }
 
+/// A pool of up to `size` (at least 1) connections to the database `config` names: `timeout`
+/// bounds connecting (unless `config` sets its own) and waiting for a free connection, and a
+/// connection handed back is checked cheaply before reuse. The ledger and the gate's store set
+/// up their pools with it, so both fail alike when the database is away.
+///
+/// # Errors
+/// When the pool cannot be built (no Tokio runtime).
+pub fn postgres_pool(
+    mut config: tokio_postgres::Config,
+    size: usize,
+    timeout: Duration,
+) -> Result<Pool, deadpool_postgres::BuildError> {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout);
+    }
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(deadpool_postgres::Runtime::Tokio1)
+        .wait_timeout(Some(timeout))
+        .create_timeout(Some(timeout))
+        .build()
+}
+
 /// `schema` as a quoted SQL identifier, or `None` when it is not a plain one. Schema names are
 /// spliced into SQL, so only 1-63 of `[a-z0-9_]`, not starting with a digit, are accepted; the
 /// gate's PostgreSQL store applies the same rule to its own schema.
@@ -66,26 +96,10 @@ fn quote_schema(schema: &str) -> Result<String, Error> {
 impl PostgresLedger {
     pub(crate) async fn open(url: &str, opts: &OpenOptions) -> Result<PostgresLedger, Error> {
         let schema = quote_schema(&opts.postgres_schema)?;
-        let mut config: tokio_postgres::Config = url
+        let config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| Error::InvalidUrl(format!("postgres url: {e}")))?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(opts.connect_timeout);
-        }
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(opts.pool_size.max(1))
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(opts.connect_timeout))
-            .create_timeout(Some(opts.connect_timeout))
-            .build()
-            .map_err(pg_err)?;
+        let pool = postgres_pool(config, opts.pool_size, opts.connect_timeout).map_err(pg_err)?;
         let id = migrate(&pool, &schema).await?;
         Ok(PostgresLedger {
             id,

@@ -5,7 +5,8 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use countersign_gate::approval::webauthn::{Assertion, verify_assertion};
 use countersign_gate::approval::{Kind, Signature, Statement};
-use countersign_gate::{Channel, Draft, DraftId, Error, parse_revision};
+use countersign_gate::policy::Channel;
+use countersign_gate::{Draft, DraftId, Error, parse_revision};
 use hyper::StatusCode;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -121,7 +122,7 @@ async fn signed_in(review: &Review, assertion: &str, challenge: &[u8]) -> Result
     let moved = review
         .gate
         .store()
-        .advance_passkey_counter(&a.credential_id, verified.counter)
+        .advance_passkey_counter(&a.credential_id, verified.counter())
         .await?;
     if !moved {
         return Err(Error::SignatureInvalid {
@@ -154,7 +155,7 @@ pub(crate) async fn login(review: &Review, call: &Call) -> PageResult {
 /// A draft `person` may see: refused as `NOT_FOUND` when it is another tenant's.
 pub(crate) async fn visible(review: &Review, person: &Person, id: &str) -> Result<Draft, Error> {
     let draft = review.gate.draft(id).await?;
-    if !serves(review, person, draft.principal.tenant.as_deref()) {
+    if !serves(review, person, draft.principal().tenant.as_deref()) {
         return Err(Error::NotFound);
     }
     Ok(draft)
@@ -167,7 +168,7 @@ pub(crate) async fn waiting(review: &Review, person: &Person) -> Result<Vec<Draf
         .pending()
         .await?
         .into_iter()
-        .filter(|d| serves(review, person, d.principal.tenant.as_deref()))
+        .filter(|d| serves(review, person, d.principal().tenant.as_deref()))
         .collect())
 }
 
@@ -176,9 +177,9 @@ pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
     let need = review
         .gate
         .policy()
-        .lookup(&d.action)
+        .lookup(d.action())
         .map_or(1, |t| t.need());
-    (d.state.approvals().len(), need)
+    (d.state().approvals().len(), need)
 }
 
 /// `GET /review/pending.json`: the list for scripts of one's own.
@@ -190,12 +191,12 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> PageResult {
         .map(|d| {
             let (have, need) = quorum(review, d);
             json!({
-                "draft_id": d.id.as_str(),
-                "action": countersign_canon::show_escaped(&d.action).0,
-                "state": d.state.name(),
-                "risk": d.risk,
-                "age_seconds": (now - d.created_at).max(0) / 1000,
-                "revision": d.revision.to_hex(),
+                "draft_id": d.id().as_str(),
+                "action": countersign_canon::show_escaped(&d.action()).0,
+                "state": d.state().name(),
+                "risk": d.risk(),
+                "age_seconds": (now - d.created_at()).max(0) / 1000,
+                "revision": d.revision().to_hex(),
                 "approvals": { "have": have, "need": need },
             })
         })
@@ -395,9 +396,9 @@ pub(crate) async fn edit(review: &Review, person: &Person, id: &str, body: &[u8]
     Ok(json(
         StatusCode::OK,
         &json!({
-            "draft_id": d.id.as_str(),
-            "revision": d.revision.to_hex(),
-            "location": format!("{}/draft/{}", person.base, d.id.as_str()),
+            "draft_id": d.id().as_str(),
+            "revision": d.revision().to_hex(),
+            "location": format!("{}/draft/{}", person.base, d.id().as_str()),
         }),
     ))
 }

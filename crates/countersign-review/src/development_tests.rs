@@ -6,7 +6,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Gate, MemoryStore, Policy, Proposal, State};
+use countersign_gate::policy::Policy;
+use countersign_gate::state::State;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Gate, Proposal};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::{Request, StatusCode};
 
@@ -65,7 +68,7 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
     let review = Review::new(gate.clone())
         .development_mode()
         .expect("development");
-    let path = format!("/review/draft/{}", draft.id.as_str());
+    let path = format!("/review/draft/{}", draft.id().as_str());
     let get = Request::get(&path)
         .header("host", "localhost:8080")
         .body(Empty::<Bytes>::new())
@@ -85,7 +88,7 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
         review.handle(foreign_host).await.status(),
         StatusCode::FORBIDDEN
     );
-    let body = format!("{{\"revision\":\"{}\"}}", draft.revision.to_hex());
+    let body = format!("{{\"revision\":\"{}\"}}", draft.revision().to_hex());
     let approve = format!("{path}/approve");
     let res = review
         .handle(post(&approve, "http://evil.example", &body))
@@ -97,7 +100,10 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
         .insert("authorization", "Bearer x".parse().expect("header"));
     assert_eq!(review.handle(bearer).await.status(), StatusCode::FORBIDDEN);
     assert!(matches!(
-        gate.draft(draft.id.as_str()).await.expect("draft").state,
+        gate.draft(draft.id().as_str())
+            .await
+            .expect("draft")
+            .state(),
         State::Proposed(_)
     ));
 
@@ -112,11 +118,15 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
         .handle(post(&approve, "http://localhost:8080", &body))
         .await;
     assert_eq!(res.status(), StatusCode::OK);
-    let now = gate.draft(draft.id.as_str()).await.expect("draft");
-    assert!(matches!(now.state, State::Approved(_)), "{:?}", now.state);
-    let approvals = now.state.approvals();
+    let now = gate.draft(draft.id().as_str()).await.expect("draft");
+    assert!(
+        matches!(now.state(), State::Approved(_)),
+        "{:?}",
+        now.state()
+    );
+    let approvals = now.state().approvals();
     assert_eq!(approvals.len(), 1);
-    assert_eq!(approvals[0].channel(), countersign_gate::Channel::Review);
+    assert_eq!(approvals[0].channel(), countersign_gate::policy::Channel::Review);
     // The audit says where the unsigned approval came from: the page, not the command line.
     let records = gate.store().audit().await.expect("audit");
     let approve: Vec<serde_json::Value> = records

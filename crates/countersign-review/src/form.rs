@@ -61,7 +61,7 @@ pub(crate) fn edit_form(d: &Draft, m: &Manifest) -> Markup {
         });
     });
     html! {
-        form id="edit" data-expected=(d.revision.to_hex()) {
+        form id="edit" data-expected=(d.revision().to_hex()) {
             h3 { "Edit" }
             p {
                 "Your edit becomes a new revision, shown again before anyone signs it. Only the \

@@ -34,7 +34,9 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use countersign_gate::{Gate, MemoryStore, Policy};
+//! use countersign_gate::Gate;
+//! use countersign_gate::policy::Policy;
+//! use countersign_gate::store::MemoryStore;
 //! use countersign_review::Review;
 //! use http_body_util::Empty;
 //! use hyper::body::Bytes;

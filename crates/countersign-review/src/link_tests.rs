@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use countersign_gate::{Gate, MemoryStore, Policy};
+use countersign_gate::Gate;
+use countersign_gate::policy::Policy;
+use countersign_gate::store::MemoryStore;
 use countersign_replay::{Ledger, OpenOptions, StoreUrl, open_ledger};
 use countersign_token::Keyring;
 use http_body_util::{BodyExt, Empty, Full};

@@ -54,16 +54,16 @@ pub(crate) fn login() -> PageResult {
 /// a row is rendered here only.
 fn pending_row(review: &Review, person: &Person, d: &Draft, now_ms: i64) -> Markup {
     let (have, need) = quorum(review, d);
-    let id = d.id.as_str();
+    let id = d.id().as_str();
     html! {
         tr data-draft=(id) {
             td { input type="checkbox" class="pick" value=(id) aria-label={ "select " (id) }; }
-            td { a href={ (person.base) "/draft/" (id) } { (shown(&d.action)) } }
-            td.risk { (d.risk) }
-            td { (reading::age_text(d.created_at, now_ms)) }
+            td { a href={ (person.base) "/draft/" (id) } { (shown(&d.action())) } }
+            td.risk { (d.risk()) }
+            td { (reading::age_text(d.created_at(), now_ms)) }
             td { (have) "/" (need) }
-            td { (d.state.name()) }
-            td { code { (d.revision.to_hex().get(..12).unwrap_or_default()) } }
+            td { (d.state().name()) }
+            td { code { (d.revision().to_hex().get(..12).unwrap_or_default()) } }
         }
     }
 }
@@ -136,15 +136,15 @@ fn diff(changes: &[LeafChange]) -> Markup {
 fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
     let (have, need) = quorum(review, d);
     let m = &r.manifest;
-    let envelope = shown(&String::from_utf8_lossy(&d.canonical));
+    let envelope = shown(&String::from_utf8_lossy(&d.canonical()));
     html! {
-        section.draft data-draft=(d.id.as_str()) data-revision=(d.revision.to_hex()) {
-            h2 { (shown(&d.action)) }
+        section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
+            h2 { (shown(&d.action())) }
             dl {
-                dt { "draft" } dd { code { (d.id.as_str()) } }
-                dt { "state" } dd { (d.state.name()) }
-                dt { "risk" } dd { (d.risk) }
-                dt { "revision" } dd { (d.seq) }
+                dt { "draft" } dd { code { (d.id().as_str()) } }
+                dt { "state" } dd { (d.state().name()) }
+                dt { "risk" } dd { (d.risk()) }
+                dt { "revision" } dd { (d.seq()) }
                 dt { "approvals" } dd { (have) "/" (need) }
             }
             @if m.flagged() {
@@ -163,7 +163,7 @@ fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
             (crate::tool_definition::section(review.tools.as_deref(), d))
             h3 { "Envelope" }
             pre.envelope { (envelope) }
-            p { "revision " code.revision { (d.revision.to_hex()) } }
+            p { "revision " code.revision { (d.revision().to_hex()) } }
         }
     }
 }
@@ -172,12 +172,12 @@ fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
 /// and nothing to approve.
 fn refused_section(d: &Draft, why: &str) -> Markup {
     html! {
-        section.draft data-draft=(d.id.as_str()) data-revision=(d.revision.to_hex()) {
-            h2 { (shown(&d.action)) }
+        section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
+            h2 { (shown(&d.action())) }
             dl {
-                dt { "draft" } dd { code { (d.id.as_str()) } }
-                dt { "state" } dd { (d.state.name()) }
-                dt { "revision" } dd { code { (d.revision.to_hex()) } }
+                dt { "draft" } dd { code { (d.id().as_str()) } }
+                dt { "state" } dd { (d.state().name()) }
+                dt { "revision" } dd { code { (d.revision().to_hex()) } }
             }
             p.warn id="too-large" {
                 "TOO_LARGE: this draft is not shown: " (why) ". Nobody can approve what they \
@@ -207,7 +207,7 @@ fn actions(review: &Review, approvable: bool) -> Markup {
 /// `GET /review/draft/ID`.
 pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> PageResult {
     let d = visible(review, person, id).await?;
-    let open = d.state.is_open();
+    let open = d.state().is_open();
     let (body, form, approvable) = match reading::read(&review.gate, &d).await {
         Ok(r) => {
             let form = open.then(|| crate::form::edit_form(&d, &r.manifest));
@@ -226,7 +226,7 @@ pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> PageRes
         @if let Some(form) = form { (form) }
     };
     let data = Data {
-        draft: Some((d.id.as_str(), d.revision.to_hex())),
+        draft: Some((d.id().as_str(), d.revision().to_hex())),
         ceremony: None,
     };
     page(review, "Draft — countersign", "draft", &data, person, main)

@@ -6,7 +6,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Draft, Gate, MemoryStore, Policy, Proposal, State};
+use countersign_gate::policy::Policy;
+use countersign_gate::state::State;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Draft, Gate, Proposal};
 use http_body_util::{BodyExt, Empty, Full};
 use hyper::{Request, StatusCode};
 
@@ -77,7 +80,7 @@ async fn a_draft_over_the_manifest_limit_can_be_rejected_though_not_shown() {
     let review = Review::new(Arc::new(small));
     let s = review.sessions.open("alice", ORIGIN);
 
-    let (status, page) = ask(&review, &s, &format!("/draft/{}", d.id.as_str()), None).await;
+    let (status, page) = ask(&review, &s, &format!("/draft/{}", d.id().as_str()), None).await;
     assert_eq!(status, StatusCode::OK, "{page}");
     assert!(page.starts_with("<!doctype html>"), "{page}");
     assert!(page.contains("TOO_LARGE"), "{page}");
@@ -86,15 +89,19 @@ async fn a_draft_over_the_manifest_limit_can_be_rejected_though_not_shown() {
     assert!(!page.contains("id=\"approve\""), "{page}");
     assert!(!page.contains("f07"), "no leaf is shown: {page}");
 
-    let reject = format!("/draft/{}/reject", d.id.as_str());
+    let reject = format!("/draft/{}/reject", d.id().as_str());
     let (status, answer) = ask(&review, &s, &reject, Some(r#"{"reason":"unreadable"}"#)).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let now = store_draft(&proposing, &d).await;
-    assert!(matches!(now.state, State::Rejected(_)), "{:?}", now.state);
+    assert!(
+        matches!(now.state(), State::Rejected(_)),
+        "{:?}",
+        now.state()
+    );
 }
 
 async fn store_draft(gate: &Gate, d: &Draft) -> Draft {
-    gate.draft(d.id.as_str()).await.expect("draft")
+    gate.draft(d.id().as_str()).await.expect("draft")
 }
 
 #[tokio::test]
@@ -104,14 +111,14 @@ async fn a_batch_naming_a_draft_twice_is_refused_up_front() {
     let d = propose(&g, r#"{"title":"Hi"}"#).await;
     let review = Review::new(Arc::new(g));
     let s = review.sessions.open("alice", ORIGIN);
-    let id = d.id.as_str();
+    let id = d.id().as_str();
 
     let (status, answer) = ask(&review, &s, &format!("/batch?d={id}&d={id}"), None).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     assert!(answer.contains("INVALID_ARGUMENT"), "{answer}");
     assert!(answer.contains("selected twice"), "{answer}");
 
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let items = format!(r#"{{"items":[["{id}","{rev}"],["{id}","{rev}"]]}}"#);
     let (status, answer) = ask(&review, &s, "/batch/statement", Some(&items)).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");

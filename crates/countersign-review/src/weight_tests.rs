@@ -7,7 +7,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use countersign_canon::{Domain, Principal, digest};
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Gate, MemoryStore, Policy, Proposal};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Gate, Proposal};
 use http_body_util::{BodyExt, Empty};
 use hyper::{Request, StatusCode};
 
@@ -108,7 +110,7 @@ async fn the_draft_page_of_a_50_leaf_draft_weighs_at_most_50_kb() {
     let mut total = 0;
     let mut bodies = 0;
     for path in [
-        format!("/review/s/{}/draft/{}", session.key, draft.id.as_str()),
+        format!("/review/s/{}/draft/{}", session.key, draft.id().as_str()),
         "/review/static/review.css".to_owned(),
         "/review/static/review.js".to_owned(),
     ] {

@@ -6,7 +6,9 @@
 use std::sync::Arc;
 
 use countersign_canon::{Digest, Domain, Principal, digest};
-use countersign_gate::{Gate, MemoryStore, Policy, Proposal};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::MemoryStore;
+use countersign_gate::{Gate, Proposal};
 use countersign_review::ToolCatalog;
 use countersign_review::{LoopbackServer, Review};
 use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
@@ -62,7 +64,7 @@ async fn shown_escaped() {
     let server = LoopbackServer::bind(([127, 0, 0, 1], 0).into(), review)
         .await
         .expect("bind");
-    let url = format!("{}/draft/{}", server.url(), draft.id.as_str());
+    let url = format!("{}/draft/{}", server.url(), draft.id().as_str());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let serving = tokio::spawn(server.run(async {
         let _ = stopped.await;

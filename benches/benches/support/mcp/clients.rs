@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use countersign_gate::{Gate, Policy};
+use countersign_gate::Gate;
+use countersign_gate::policy::Policy;
 use countersign_replay::StoreUrl;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;

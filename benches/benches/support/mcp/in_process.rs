@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
-use countersign_gate::{Channel, FnAction, Proposal, SqliteStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{FnAction, Proposal};
 use countersign_mcp::Countersign;
 use countersign_testkit::policy::ROOMY_LIMITS;
 use criterion::Criterion;
@@ -99,15 +101,15 @@ pub(crate) fn group(
                         })
                         .await
                         .expect("propose");
-                    let revision = draft.revision.to_hex();
-                    gate.approve(draft.id.as_str(), &revision, "bench", Channel::Cli)
+                    let revision = draft.revision().to_hex();
+                    gate.approve(draft.id().as_str(), &revision, "bench", Channel::Cli)
                         .await
                         .expect("approve");
                     let n = op.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let start = Instant::now();
                     let e = gate
                         .execute(
-                            draft.id.as_str(),
+                            draft.id().as_str(),
                             &revision,
                             &format!("op-{n}"),
                             &FnAction(no_op),

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use countersign_gate::Channel;
+use countersign_gate::policy::Channel;
 use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 

@@ -33,9 +33,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use countersign_gate::Gate;
 use countersign_gate::audit::Anchor;
-use countersign_gate::store::postgres::PostgresStore;
-use countersign_gate::{Channel, Gate, Policy};
+use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::store::PostgresStore;
 use countersign_mcp::demo::DEMO_POLICY;
 use serde_json::{Value, json};
 
@@ -118,7 +119,7 @@ fn main() -> ExitCode {
 async fn approve(gate: &Gate, draft_id: &str, revision: &str) -> Result<(), String> {
     let draft = gate.draft(draft_id).await.map_err(|e| e.to_string())?;
     let manifest = countersign_gate::manifest(&draft).map_err(|e| e.to_string())?;
-    if manifest.revision != draft.revision || manifest.revision.to_hex() != revision {
+    if manifest.revision != draft.revision() || manifest.revision.to_hex() != revision {
         return Err("the stored draft does not hash to the revision".into());
     }
     gate.approve(draft_id, revision, "loadtest", Channel::Cli)

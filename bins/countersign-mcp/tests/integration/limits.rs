@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use countersign_gate::GateStore;
+use countersign_gate::store::GateStore;
 use countersign_mcp::demo::DEMO_POLICY;
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
@@ -102,10 +102,10 @@ async fn retention_drops_a_decided_draft_and_the_chain_still_verifies() {
     let (code_, _, err) = home.cli(&["show", &draft]);
     assert_ne!(code_, 0, "the draft is gone");
     assert!(err.contains("NOT_FOUND"), "{err}");
-    let store = countersign_gate::SqliteStore::open(&home.path().join("countersign.db"))
+    let store = countersign_gate::store::SqliteStore::open(&home.path().join("countersign.db"))
         .expect("open store");
     for d in store.drafts().await.expect("drafts") {
-        assert!(!String::from_utf8_lossy(&d.canonical).contains(marker));
+        assert!(!String::from_utf8_lossy(d.canonical()).contains(marker));
     }
     audit_verifies(&home);
     let events: Vec<String> = records(&home)

@@ -9,8 +9,10 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
+use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::reading::Reading;
-use countersign_gate::{Channel, Draft, Gate, Policy, State};
+use countersign_gate::state::State;
+use countersign_gate::{Draft, Gate};
 use countersign_token::{Clock, SystemClock};
 
 use super::ledger::{block_on, store_url};
@@ -151,18 +153,18 @@ pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
         for d in &drafts {
             human.push_str(&format!(
                 "{}  {}  {}  {}\n",
-                d.id,
-                shown(&d.action),
-                age(d.created_at),
-                d.revision
+                d.id(),
+                shown(d.action()),
+                age(d.created_at()),
+                d.revision()
             ));
             list.push(serde_json::json!({
-                "draft_id": d.id.as_str(),
-                "action": d.action,
-                "state": d.state.name(),
-                "risk": d.risk,
-                "age_seconds": (SystemClock.now_ms() - d.created_at).max(0) / 1000,
-                "revision": d.revision.to_hex(),
+                "draft_id": d.id().as_str(),
+                "action": d.action(),
+                "state": d.state().name(),
+                "risk": d.risk(),
+                "age_seconds": (SystemClock.now_ms() - d.created_at()).max(0) / 1000,
+                "revision": d.revision().to_hex(),
             }));
         }
         Ok(Report {
@@ -225,12 +227,12 @@ fn manifest_lines(m: &countersign_canon::Manifest, paint: Paint) -> String {
 fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String {
     format!(
         "draft     {}\naction    {}\nstate     {}\nrisk      {}\nrevision  {} (of {})\n\n{}\nrevision {}\n",
-        d.id,
-        shown(&d.action),
-        d.state.name(),
-        d.risk,
-        d.seq,
-        d.seq,
+        d.id(),
+        shown(d.action()),
+        d.state().name(),
+        d.risk(),
+        d.seq(),
+        d.seq(),
         manifest_lines(m, paint),
         m.revision
     )
@@ -262,15 +264,15 @@ pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
         let (d, r) = checked(&gate, &args.draft).await?;
         let m = &r.manifest;
         let json = serde_json::json!({
-            "draft_id": d.id.as_str(),
-            "action": d.action,
-            "state": d.state.name(),
-            "risk": d.risk,
-            "seq": d.seq,
+            "draft_id": d.id().as_str(),
+            "action": d.action(),
+            "state": d.state().name(),
+            "risk": d.risk(),
+            "seq": d.seq(),
             "revision": m.revision.to_hex(),
-            "envelope": String::from_utf8_lossy(&d.canonical),
+            "envelope": String::from_utf8_lossy(d.canonical()),
             "manifest": m.entries_json(),
-            "approval": approval_json(&d.state),
+            "approval": approval_json(d.state()),
         });
         let paint = Paint::for_stream(std::io::stdout().is_terminal());
         Ok(Report::text(describe(&d, m, paint), json))
@@ -313,7 +315,8 @@ pub(crate) fn present(d: &Draft, r: &Reading) -> String {
     if let Some(prev) = &r.previous {
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
-            prev.seq, prev.revision
+            prev.seq,
+            prev.revision
         ));
         text.push_str(&diff(&prev.changes, paint));
     }
@@ -326,7 +329,7 @@ fn ask(d: &Draft, r: &Reading) -> Result<bool, Failure> {
     text.push_str(&format!(
         "\napprove revision {} of {}? [y/N] ",
         r.manifest.revision,
-        shown(&d.action)
+        shown(d.action())
     ));
     confirm(&text)
 }
@@ -379,7 +382,7 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         if !args.yes && !ask(&d, &r)? {
             return Ok(Report {
                 human: b"not approved\n".to_vec(),
-                json: serde_json::json!({ "approved": false, "draft_id": d.id.as_str() }),
+                json: serde_json::json!({ "approved": false, "draft_id": d.id().as_str() }),
                 exit: 1,
             });
         }
@@ -391,14 +394,14 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         Ok(Report::text(
             format!(
                 "approved {} revision {} as {} (valid {}s)",
-                d.id,
+                d.id(),
                 a.revision(),
                 a.approver(),
                 (a.expires_at() - a.approved_at()) / 1000
             ),
             serde_json::json!({
                 "approved": true,
-                "draft_id": d.id.as_str(),
+                "draft_id": d.id().as_str(),
                 "revision": a.revision().to_hex(),
                 "approver": a.approver(),
                 "channel": a.channel().as_str(),

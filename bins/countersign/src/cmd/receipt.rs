@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use countersign_gate::Policy;
 use countersign_gate::approval::Approvers;
+use countersign_gate::policy::Policy;
 use countersign_gate::receipt::{RuleSource, Trust, Verified, verify_receipt};
 
 use super::gate::{empty_policy, failure, open_gate};
@@ -112,7 +112,7 @@ fn verify(ctx: &Ctx, file: &std::path::Path, allow_unsigned: bool) -> Result<Rep
 
 /// Where the rule came from, in words: a person must see when it is only the receipt's word.
 fn rule_source(v: &Verified, config: Option<&str>) -> String {
-    match (v.rule.source, config) {
+    match (v.rule().source, config) {
         (RuleSource::Policy, Some(path)) => format!("the policy file {path} (--config)"),
         (RuleSource::Policy, None) => "the policy file (--config)".into(),
         (RuleSource::Receipt, _) => "the receipt's own claim, which whoever wrote the receipt \
@@ -127,27 +127,27 @@ fn rule_source(v: &Verified, config: Option<&str>) -> String {
 fn human(v: &Verified, config: Option<&str>) -> String {
     let mut human = format!(
         "ok: draft {} action {} revision {}\n",
-        v.draft_id,
-        super::gate::shown(&v.action),
-        v.revision
+        v.draft_id(),
+        super::gate::shown(v.action()),
+        v.revision()
     );
-    if let Some(editor) = &v.editor {
+    if let Some(editor) = &v.editor() {
         human.push_str(&format!(
             "revision made by {}'s edit\n",
             super::gate::shown(editor)
         ));
     }
-    for (name, how) in &v.approvals {
+    for (name, how) in v.approvals() {
         human.push_str(&format!(
             "approved by {} ({how})\n",
             super::gate::shown(name)
         ));
     }
-    match &v.execution {
+    match &v.execution() {
         Some((op, outcome)) => human.push_str(&format!("executed as operation {op}: {outcome}\n")),
         None => human.push_str("not executed\n"),
     }
-    let r = &v.rule;
+    let r = &v.rule();
     human.push_str(&format!(
         "rule relied on: quorum {}, signed {}, self-approval {}; from {}\n",
         r.quorum,
@@ -159,7 +159,7 @@ fn human(v: &Verified, config: Option<&str>) -> String {
         },
         rule_source(v, config)
     ));
-    if !v.keys_checked {
+    if !v.keys_checked() {
         human.push_str(
             "note: signatures checked against the keys in the receipt; pass --approvers FILE to \
              check whose keys they are\n",
@@ -170,25 +170,25 @@ fn human(v: &Verified, config: Option<&str>) -> String {
 
 fn json(v: &Verified, config: Option<&str>) -> serde_json::Value {
     let approvals: Vec<_> = v
-        .approvals
+        .approvals()
         .iter()
         .map(|(n, how)| serde_json::json!({ "approver": n, "kind": how }))
         .collect();
     serde_json::json!({
         "ok": true,
-        "draft_id": v.draft_id,
-        "action": v.action,
-        "revision": v.revision,
-        "editor": v.editor,
+        "draft_id": v.draft_id(),
+        "action": v.action(),
+        "revision": v.revision(),
+        "editor": v.editor(),
         "approvals": approvals,
-        "execution": v.execution.as_ref().map(|(op, o)| serde_json::json!({"operation_id": op, "outcome": o})),
-        "keys_checked": v.keys_checked,
+        "execution": v.execution().as_ref().map(|(op, o)| serde_json::json!({"operation_id": op, "outcome": o})),
+        "keys_checked": v.keys_checked(),
         "rule": {
-            "quorum": v.rule.quorum,
-            "signed": v.rule.signed,
-            "self_approval": v.rule.self_approval,
-            "source": v.rule.source.as_str(),
-            "file": if v.rule.source == RuleSource::Policy { config } else { None },
+            "quorum": v.rule().quorum,
+            "signed": v.rule().signed,
+            "self_approval": v.rule().self_approval,
+            "source": v.rule().source.as_str(),
+            "file": if v.rule().source == RuleSource::Policy { config } else { None },
         },
     })
 }

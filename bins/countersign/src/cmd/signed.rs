@@ -126,12 +126,12 @@ pub(crate) fn approve(ctx: &Ctx, args: ApproveArgs) -> Result<Report, Failure> {
         for pair in args.pairs.chunks(2) {
             let revision = countersign_gate::parse_revision(&pair[1]).map_err(|e| failure(&e))?;
             let (d, r) = checked(&gate, &pair[0]).await?;
-            if d.revision != revision {
+            if d.revision() != revision {
                 return Err(failure(&countersign_gate::Error::StaleRevision));
             }
             shown_text.push_str(&present(&d, &r));
             shown_text.push('\n');
-            items.push((d.id.clone(), revision));
+            items.push((d.id().clone(), revision));
         }
         let name = signer_name(&gate, &key, args.as_name)?;
         if !args.yes {
@@ -208,9 +208,9 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
         if !args.yes {
             let question = format!(
                 "draft {} ({}) revision {}: record that the action {}? [y/N] ",
-                draft.id,
-                shown(&draft.action),
-                draft.revision,
+                draft.id(),
+                shown(draft.action()),
+                draft.revision(),
                 if args.ran {
                     "RAN"
                 } else {
@@ -218,13 +218,13 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
                 }
             );
             if !confirm(&question)? {
-                return Ok(declined(&[(draft.id.clone(), draft.revision)]));
+                return Ok(declined(&[(draft.id().clone(), draft.revision())]));
             }
         }
         let signed = match &key {
             Some(key) => {
                 let name = signer_name(&gate, key, args.as_name.clone())?;
-                let item = vec![(draft.id.clone(), draft.revision)];
+                let item = vec![(draft.id().clone(), draft.revision())];
                 let s = Statement::new(
                     Kind::Resolution(outcome),
                     &name,
@@ -249,10 +249,10 @@ pub(crate) fn resolve(ctx: &Ctx, args: ResolveArgs) -> Result<Report, Failure> {
         .await
         .map_err(|e| failure(&e))?;
         Ok(Report::text(
-            format!("settled {}: {}", draft.id, outcome.as_str()),
+            format!("settled {}: {}", draft.id(), outcome.as_str()),
             serde_json::json!({
                 "resolved": true,
-                "draft_id": draft.id.as_str(),
+                "draft_id": draft.id().as_str(),
                 "outcome": outcome.as_str(),
                 "signed": signed.is_some(),
             }),

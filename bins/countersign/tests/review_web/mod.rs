@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Domain, Principal, digest};
-use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::Approvers;
 use countersign_gate::audit::Anchor;
-use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Policy, Proposal};
+use countersign_gate::policy::Policy;
+use countersign_gate::{ActionFuture, ActionOutput};
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 pub(crate) use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
 
@@ -223,7 +224,7 @@ impl Env {
 
     pub(crate) fn draft(&self, d: &Draft) -> Draft {
         let gate = self.gate();
-        off_thread(|| rt().block_on(gate.draft(d.id.as_str()))).expect("draft")
+        off_thread(|| rt().block_on(gate.draft(d.id().as_str()))).expect("draft")
     }
 
     /// Runs revision `revision` of the draft through the gate, keeping the envelope bytes the
@@ -243,7 +244,7 @@ impl Env {
             })
         });
         let gate = self.gate();
-        off_thread(|| rt().block_on(gate.execute(d.id.as_str(), revision, op, &action)))
+        off_thread(|| rt().block_on(gate.execute(d.id().as_str(), revision, op, &action)))
     }
 
     /// The envelope bytes of every run so far.
@@ -316,7 +317,7 @@ impl OnReview for Chrome {
     async fn open(&self, env: &Env, d: &Draft) {
         // The plain address goes through the sign-in page, which continues under the
         // session's own path.
-        self.goto(&format!("{}/review/draft/{}", env.origin(), d.id))
+        self.goto(&format!("{}/review/draft/{}", env.origin(), d.id()))
             .await;
         self.on_page("draft").await;
     }

@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use countersign_canon::{Domain, Principal, digest};
-use countersign_gate::action::{ActionFuture, ActionOutput};
 use countersign_gate::approval::{Approvers, Kind, Signature, Statement, sshsig};
 use countersign_gate::audit::Anchor;
-use countersign_gate::{
-    Approval, Draft, Error, Execution, FnAction, Gate, Policy, Proposal, SqliteStore,
-};
+use countersign_gate::policy::Policy;
+use countersign_gate::state::Approval;
+use countersign_gate::store::SqliteStore;
+use countersign_gate::{ActionFuture, ActionOutput};
+use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 
 /// The tool every test gates.
@@ -141,7 +142,7 @@ impl Env {
     pub(crate) fn revise(&self, d: &Draft, args: &str) -> Draft {
         rt().block_on(
             self.gate()
-                .revise(d.id.as_str(), &d.revision.to_hex(), args.as_bytes()),
+                .revise(d.id().as_str(), &d.revision().to_hex(), args.as_bytes()),
         )
         .expect("revise")
     }
@@ -149,8 +150,8 @@ impl Env {
     /// A person's edit (as the review page makes it): the audit record names `editor`.
     pub(crate) fn revise_by(&self, d: &Draft, args: &str, editor: &str) -> Draft {
         rt().block_on(self.gate().revise_by(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             args.as_bytes(),
             Some(editor),
         ))
@@ -178,7 +179,7 @@ impl Env {
     fn pairs(drafts: &[&Draft]) -> Vec<String> {
         drafts
             .iter()
-            .flat_map(|d| [d.id.as_str().to_owned(), d.revision.to_hex()])
+            .flat_map(|d| [d.id().as_str().to_owned(), d.revision().to_hex()])
             .collect()
     }
 
@@ -223,7 +224,10 @@ impl Env {
         drafts: &[&Draft],
         offset: i64,
     ) -> (Vec<u8>, Signature) {
-        let items = drafts.iter().map(|d| (d.id.clone(), d.revision)).collect();
+        let items = drafts
+            .iter()
+            .map(|d| (d.id().clone(), d.revision()))
+            .collect();
         let now = countersign_replay::now_unix_ms() / 1000;
         let s = Statement::new(Kind::Approval, name, items, now + offset, 300).expect("statement");
         let sig = sshsig::sign_with_ssh_keygen(&key.path, s.bytes()).expect("sign");
@@ -251,7 +255,7 @@ impl Env {
         });
         rt().block_on(
             self.gate()
-                .execute(d.id.as_str(), &d.revision.to_hex(), op, &port),
+                .execute(d.id().as_str(), &d.revision().to_hex(), op, &port),
         )
     }
 
@@ -274,7 +278,7 @@ impl Env {
         let cut = rt().block_on(async {
             tokio::time::timeout(
                 Duration::from_millis(300),
-                gate.execute(d.id.as_str(), &d.revision.to_hex(), op, &port),
+                gate.execute(d.id().as_str(), &d.revision().to_hex(), op, &port),
             )
             .await
         });
@@ -283,7 +287,7 @@ impl Env {
         self.sql(&format!(
             "UPDATE gate_drafts SET state = 'outcome_unknown' WHERE id = '{id}';
              UPDATE gate_operations SET status = 'outcome_unknown' WHERE draft_id = '{id}';",
-            id = d.id
+            id = d.id()
         ));
     }
 
@@ -293,10 +297,10 @@ impl Env {
             "UPDATE gate_drafts SET state = 'approved',
                 detail = replace((SELECT detail FROM gate_drafts WHERE id = '{f}'), '{fr}', '{tr}')
              WHERE id = '{t}';",
-            f = from.id,
-            fr = from.revision,
-            tr = to.revision,
-            t = to.id
+            f = from.id(),
+            fr = from.revision(),
+            tr = to.revision(),
+            t = to.id()
         ));
     }
 

@@ -9,13 +9,15 @@
 //! executing server asks both again before it runs anything, so a row written into the store by
 //! anything but this code still does not count.
 
-pub mod approvers;
+mod approvers;
 pub mod sshsig;
-pub mod statement;
+mod statement;
 pub mod webauthn;
 
-pub use approvers::{Approver, Approvers, Passkey, import_allowed_signers};
-pub use statement::{Kind, Outcome, Statement};
+pub use self::approvers::{Approver, Approvers, Passkey, import_allowed_signers};
+pub use self::statement::{
+    CLOCK_SKEW_SECS, Kind, MAX_ITEMS, MAX_VALIDITY_SECS, Outcome, Statement,
+};
 
 use crate::error::{Error, Result};
 use crate::model::Draft;
@@ -92,16 +94,38 @@ impl Evidence {
     }
 }
 
-/// A statement whose signature verified by a key listed for the approver it names.
+/// A statement whose signature verified by a key listed for the approver it names: made only
+/// by [`check_signed`].
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::approval::{Checked, Evidence, Statement};
+/// fn forge(statement: Statement, evidence: Evidence) -> Checked {
+///     Checked { statement, evidence, counter: None }
+/// }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Checked {
+    pub(crate) statement: Statement,
+    pub(crate) evidence: Evidence,
+    pub(crate) counter: Option<(Vec<u8>, u32)>,
+}
+
+impl Checked {
     /// The statement.
-    pub statement: Statement,
+    pub fn statement(&self) -> &Statement {
+        &self.statement
+    }
+
     /// What to keep with the approval.
-    pub evidence: Evidence,
+    pub fn evidence(&self) -> &Evidence {
+        &self.evidence
+    }
+
     /// For a passkey: its credential id and the signature counter it reported, which must
     /// grow from one use to the next (0 when the authenticator keeps no counter).
-    pub counter: Option<(Vec<u8>, u32)>,
+    pub fn counter(&self) -> Option<&(Vec<u8>, u32)> {
+        self.counter.as_ref()
+    }
 }
 
 /// Parses `statement`, verifies `signature` over it, and finds the signing key in `approvers`

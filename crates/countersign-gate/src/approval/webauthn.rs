@@ -57,11 +57,22 @@ pub struct Assertion {
     pub signature: Vec<u8>,
 }
 
-/// What a verified assertion established.
+/// What a verified assertion established: made only by [`verify_assertion`].
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::approval::webauthn::Verified;
+/// let forged = Verified { counter: 7 };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
+    pub(crate) counter: u32,
+}
+
+impl Verified {
     /// The authenticator's signature counter (0 for authenticators that keep none).
-    pub counter: u32,
+    pub fn counter(&self) -> u32 {
+        self.counter
+    }
 }
 
 fn malformed(why: &'static str) -> Error {

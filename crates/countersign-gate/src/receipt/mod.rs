@@ -65,25 +65,76 @@ impl Gate {
     }
 }
 
-/// What a receipt verification established, for a person to read.
+/// What a receipt verification established, for a person to read: made only by
+/// [`verify_receipt`].
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::receipt::{Rule, Verified};
+/// fn forge(rule: Rule) -> Verified {
+///     Verified {
+///         draft_id: String::new(),
+///         action: String::new(),
+///         revision: String::new(),
+///         approvals: Vec::new(),
+///         execution: None,
+///         keys_checked: true,
+///         editor: None,
+///         rule,
+///     }
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
+    pub(crate) draft_id: String,
+    pub(crate) action: String,
+    pub(crate) revision: String,
+    pub(crate) approvals: Vec<(String, String)>,
+    pub(crate) execution: Option<(String, String)>,
+    pub(crate) keys_checked: bool,
+    pub(crate) editor: Option<String>,
+    pub(crate) rule: Rule,
+}
+
+impl Verified {
     /// The draft.
-    pub draft_id: String,
+    pub fn draft_id(&self) -> &str {
+        &self.draft_id
+    }
+
     /// The action.
-    pub action: String,
+    pub fn action(&self) -> &str {
+        &self.action
+    }
+
     /// The revision, recomputed from the envelope.
-    pub revision: String,
+    pub fn revision(&self) -> &str {
+        &self.revision
+    }
+
     /// Each counted approver and how their approval was made (`ssh` or `unsigned`).
-    pub approvals: Vec<(String, String)>,
+    pub fn approvals(&self) -> &[(String, String)] {
+        &self.approvals
+    }
+
     /// The execution's operation id and outcome, when it ran.
-    pub execution: Option<(String, String)>,
+    pub fn execution(&self) -> Option<&(String, String)> {
+        self.execution.as_ref()
+    }
+
     /// Whether the signing keys were checked against an approvers file.
-    pub keys_checked: bool,
+    pub fn keys_checked(&self) -> bool {
+        self.keys_checked
+    }
+
     /// The person whose edit on the review page made the revision, when a person's edit did.
-    pub editor: Option<String>,
+    pub fn editor(&self) -> Option<&str> {
+        self.editor.as_deref()
+    }
+
     /// The quorum, signature and self-approval rule the verification relied on, and its source.
-    pub rule: Rule,
+    pub fn rule(&self) -> &Rule {
+        &self.rule
+    }
 }
 
 /// What the verifier trusts besides the receipt itself.

@@ -18,7 +18,7 @@ use crate::model::DraftId;
 use crate::policy::{Channel, Policy};
 use crate::state::{Approval, State};
 use crate::store::{Commit, Snapshot};
-use crate::transact::audit;
+use crate::transact::refused;
 use crate::view::parse_revision;
 
 impl Gate {
@@ -164,7 +164,7 @@ pub(crate) fn decide_approve(
     now: i64,
 ) -> (Commit, Result<Approval>) {
     let (revision, approver, channel) = (input.revision, input.approver, input.channel);
-    let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Err(e));
+    let refuse = |e: Error| refused(event, e);
     let Some(mut draft) = snap.draft else {
         return refuse(Error::NotFound);
     };

@@ -11,7 +11,7 @@ use crate::model::DraftId;
 use crate::policy::Policy;
 use crate::state::State;
 use crate::store::{Commit, Snapshot};
-use crate::transact::audit;
+use crate::transact::refused;
 
 impl Gate {
     /// A person refuses the draft. Refusing needs the entitlement approving needs (listed for
@@ -53,10 +53,7 @@ pub(crate) fn decide_reject(
     event: &AuditEvent,
 ) -> (Commit, Result<()>) {
     let Some(mut draft) = snap.draft else {
-        return (
-            audit(event.clone().outcome(Err(&Error::NotFound))),
-            Err(Error::NotFound),
-        );
+        return refused(event, Error::NotFound);
     };
     let (by, reason) = (input.by, input.reason.map(str::to_owned));
     let next = match draft.state.clone() {
@@ -82,6 +79,6 @@ pub(crate) fn decide_reject(
             };
             (commit, Ok(()))
         }
-        Err(err) => (audit(e.outcome(Err(&err))), Err(err)),
+        Err(err) => refused(&e, err),
     }
 }

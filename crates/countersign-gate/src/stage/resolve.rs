@@ -13,7 +13,7 @@ use crate::model::{Draft, DraftId, OpStatus};
 use crate::owner::Liveness;
 use crate::state::State;
 use crate::store::TxKeys;
-use crate::transact::audit;
+use crate::transact::refused;
 
 /// What a person found when they checked the world after a run with no recorded outcome.
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ impl Gate {
         let signed = checked.is_some();
         let event = &event;
         self.on_draft_with(keys, None, |snap| {
-            let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Err(e));
+            let refuse = |e: Error| refused(event, e);
             let (Some(mut draft), Some(mut op)) = (snap.draft, snap.operation) else {
                 return refuse(Error::NotFound);
             };

@@ -14,7 +14,7 @@ use crate::gate::Gate;
 use crate::model::{Draft, DraftId, RevisionRecord};
 use crate::state::State;
 use crate::store::{Commit, QuotaKeys, Snapshot, TxKeys};
-use crate::transact::audit;
+use crate::transact::refused;
 use crate::view::{parse_revision, recorded_tool};
 
 impl Gate {
@@ -137,16 +137,13 @@ pub(crate) fn decide_revise(
 ) -> (Commit, Result<Draft>) {
     let (expected, revision, canonical) = (input.expected, input.revision, input.canonical);
     let Some(mut draft) = snap.draft else {
-        return (
-            audit(event.clone().outcome(Err(&Error::NotFound))),
-            Err(Error::NotFound),
-        );
+        return refused(event, Error::NotFound);
     };
     let event = event
         .clone()
         .text("from", &draft.revision.to_hex())
         .text("revision", &revision.to_hex());
-    let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Err(e));
+    let refuse = |e: Error| refused(&event, e);
     if !draft.is_intact() {
         return refuse(Error::Tampered);
     }

@@ -12,19 +12,26 @@ use countersign_canon::Principal;
 
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Result;
-use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
+use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RevisionRecord};
 
 #[cfg(feature = "sqlite")]
 mod checkpoint;
-pub mod memory;
+mod memory;
 #[cfg(feature = "sqlite")]
 mod phases;
 #[cfg(feature = "postgres")]
-pub mod postgres;
+mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod rows;
 #[cfg(feature = "sqlite")]
-pub mod sqlite;
+mod sqlite;
+
+pub use self::memory::MemoryStore;
+#[cfg(feature = "postgres")]
+pub use self::postgres::PostgresStore;
+#[cfg(feature = "sqlite")]
+pub use self::sqlite::{Durability, SqliteStore};
+pub use crate::model::RateWindow;
 
 /// The start of a tool's rate window (Unix milliseconds), or `None` when it has no ceiling.
 pub type RateWindowStart<'a> = &'a (dyn Fn(&str) -> Option<i64> + Sync);
@@ -84,20 +91,72 @@ pub struct Snapshot {
 }
 
 /// What a transaction writes; all of it or none of it.
-#[derive(Debug, Clone, Default)]
+///
+/// Only the gate makes commits: every one it hands a store is the outcome of its own checks
+/// (an approval consumed only by a run it allowed, a revision only of bytes it scanned), so a
+/// backend or a wrapper can read and write what it is given but never make up a state of its
+/// own. A store may run a step more than once and gets the same commit each time. The one
+/// commit anyone can make is [`Commit::default`], which writes nothing.
+///
+/// ```compile_fail,E0451
+/// use countersign_gate::Draft;
+/// use countersign_gate::store::Commit;
+/// // No commit carries a draft (an executing one, say) the gate did not decide on.
+/// fn forge(draft: Draft) -> Commit {
+///     Commit { draft: Some(draft), ..Commit::default() }
+/// }
+/// ```
+///
+/// ```compile_fail,E0277
+/// use countersign_gate::store::Commit;
+/// // Not `Clone`: a step's commit cannot be copied to be written again elsewhere.
+/// fn copy(commit: &Commit) -> Commit {
+///     Clone::clone(commit)
+/// }
+/// ```
+#[derive(Debug, Default)]
 pub struct Commit {
+    pub(crate) draft: Option<Draft>,
+    pub(crate) revision: Option<RevisionRecord>,
+    pub(crate) operation: Option<Operation>,
+    pub(crate) rate_event: Option<(String, i64)>,
+    pub(crate) proposal_event: Option<(Principal, i64)>,
+    pub(crate) audit: Vec<AuditEvent>,
+}
+
+/// Read access for backends, which write what the gate decided.
+impl Commit {
     /// The draft row to insert or replace.
-    pub draft: Option<Draft>,
+    pub fn draft(&self) -> Option<&Draft> {
+        self.draft.as_ref()
+    }
+
     /// A revision to add to the draft's history.
-    pub revision: Option<RevisionRecord>,
+    pub fn revision(&self) -> Option<&RevisionRecord> {
+        self.revision.as_ref()
+    }
+
     /// The operation row to insert or replace.
-    pub operation: Option<Operation>,
+    pub fn operation(&self) -> Option<&Operation> {
+        self.operation.as_ref()
+    }
+
     /// A run to count against a tool's rate: (tool, time).
-    pub rate_event: Option<(String, i64)>,
+    pub fn rate_event(&self) -> Option<(&str, i64)> {
+        self.rate_event
+            .as_ref()
+            .map(|(tool, at)| (tool.as_str(), *at))
+    }
+
     /// A proposal or revision to count against its principal's quota: (principal, time).
-    pub proposal_event: Option<(Principal, i64)>,
+    pub fn proposal_event(&self) -> Option<(&Principal, i64)> {
+        self.proposal_event.as_ref().map(|(p, at)| (p, *at))
+    }
+
     /// Events to seal onto the audit chain, in order.
-    pub audit: Vec<AuditEvent>,
+    pub fn audit(&self) -> &[AuditEvent] {
+        &self.audit
+    }
 }
 
 /// The decision function a transaction runs between reading and writing.

@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use countersign_canon::{Principal, Revision};
-use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, ErrorCode, State};
+use countersign_gate::state::State;
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, ErrorCode};
 pub use countersign_review::DEVELOPMENT_BANNER;
 use countersign_review::{LoopbackServer, Review};
 use serde_json::{Map, Value, json};
@@ -45,12 +46,12 @@ pub(crate) fn sample_post() -> Map<String, Value> {
 pub fn check_loopback(addr: SocketAddr) -> Result<()> {
     match countersign_review::check_loopback(addr) {
         Ok(()) => Ok(()),
-        Err(_) => Err(Error::InvalidArgument {
-            rule: "NOT_LOOPBACK",
-            message: format!(
+        Err(_) => Err(Error::invalid_argument(
+            "NOT_LOOPBACK",
+            format!(
                 "--web {addr} is not a loopback address; the demo's review page serves loopback only (e.g. 127.0.0.1:8765)"
             ),
-        }),
+        )),
     }
 }
 
@@ -86,8 +87,8 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
     let draft = core
         .propose_draft(&Demo::tool(), &sample_post(), Principal::default())
         .await?;
-    let id = draft.id.as_str().to_owned();
-    let proposed = draft.revision;
+    let id = draft.id().as_str().to_owned();
+    let proposed = draft.revision();
     eprintln!(
         "\ncountersign demo: the sample agent proposed a post \"{SAMPLE_TITLE}\".\n\
          Open {page}/draft/{id} to review and approve it (revision {proposed}).\n"
@@ -98,10 +99,10 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
     let mut refused: Option<(Revision, usize)> = None;
     let execution = loop {
         let current = core.gate().draft(&id).await?;
-        match &current.state {
-            State::Approved(a) if refused != Some((current.revision, a.approvals().len())) => {
-                let revision = current.revision.to_hex();
-                announce(&current, current.revision != proposed);
+        match &current.state() {
+            State::Approved(a) if refused != Some((current.revision(), a.approvals().len())) => {
+                let revision = current.revision().to_hex();
+                announce(&current, current.revision() != proposed);
                 match core
                     .gate()
                     .execute(&id, &revision, &operation_id(), &port)
@@ -110,13 +111,13 @@ pub async fn sample_agent(core: &Countersign, demo: &Demo, page: &str) -> Result
                     Ok(execution) => break execution,
                     // Still short of its quorum, or edited again since it was read: nothing ran.
                     Err(e) if still_waiting(&e) => {
-                        refused = Some((current.revision, a.approvals().len()));
+                        refused = Some((current.revision(), a.approvals().len()));
                     }
                     Err(e) => return Err(e.into()),
                 }
             }
             State::Proposed(_) | State::Approved(_)
-                if core.gate().clock().now_ms() <= current.expires_at => {}
+                if core.gate().clock().now_ms() <= current.expires_at() => {}
             State::Proposed(_) | State::Approved(_) => {
                 eprintln!(
                     "countersign demo: nobody approved the draft in time; nothing was published"
@@ -165,7 +166,7 @@ fn announce(draft: &countersign_gate::Draft, edited: bool) {
     }
     eprintln!(
         "countersign demo: running the approved revision {} of the post \"{title}\"",
-        draft.revision
+        draft.revision()
     );
 }
 
@@ -218,7 +219,7 @@ mod tests {
         assert!(check_loopback(([127, 0, 0, 1], 0).into()).is_ok());
         assert!(matches!(
             check_loopback(([0, 0, 0, 0], 8765).into()),
-            Err(Error::InvalidArgument { .. })
+            Err(Error::Gate(countersign_gate::Error::InvalidArgument { .. }))
         ));
     }
 }

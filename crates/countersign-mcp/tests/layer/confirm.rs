@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use countersign_gate::{Gate, GateStore, MemoryStore, Policy};
+use countersign_gate::Gate;
+use countersign_gate::policy::Policy;
+use countersign_gate::store::{GateStore, MemoryStore};
 use countersign_mcp::{Confirmer, Countersign};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_token::{FixedClock, Keyring, TokenConfig};

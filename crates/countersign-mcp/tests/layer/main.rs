@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use countersign_gate::Channel;
+use countersign_gate::policy::Channel;
 use countersign_mcp::{Countersign, Gated, GuardedTransport};
 use countersign_testkit::mcp::FakeServer;
 use rmcp::ServiceExt;

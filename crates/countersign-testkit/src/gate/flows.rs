@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use countersign_canon::Principal;
 use countersign_gate::audit::verify;
-use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, Channel, Draft, Error, GateStore, OpStatus,
-};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::GateStore;
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, Draft, Error, OpStatus};
 
 use super::{CountingAction, ManualClock, T0, approved, gate, propose};
 
@@ -23,14 +23,14 @@ pub(super) async fn lifecycle(store: Arc<dyn GateStore>) {
         r#"{"title":"  Hello   world ","notes":"n"}"#,
     )
     .await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let first = g
-        .execute(d.id.as_str(), &rev, "op-1", &action)
+        .execute(d.id().as_str(), &rev, "op-1", &action)
         .await
         .expect("first run");
     assert!(!first.replay);
     let again = g
-        .execute(d.id.as_str(), &rev, "op-1", &action)
+        .execute(d.id().as_str(), &rev, "op-1", &action)
         .await
         .expect("replay");
     assert!(again.replay);
@@ -41,17 +41,17 @@ pub(super) async fn lifecycle(store: Arc<dyn GateStore>) {
         first.output.structured["args"]["title"],
         serde_json::json!("Hello world")
     );
-    let stored = store.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(stored.state.name(), "executed");
+    let stored = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(stored.state().name(), "executed");
     let op = store
         .operation(&Principal::default(), "op-1")
         .await
         .expect("read")
         .expect("op");
-    assert_eq!(op.status, OpStatus::Succeeded);
-    assert_eq!(store.revisions(&d.id).await.expect("read").len(), 1);
+    assert_eq!(op.status(), OpStatus::Succeeded);
+    assert_eq!(store.revisions(d.id()).await.expect("read").len(), 1);
     let err = g
-        .execute(d.id.as_str(), &rev, "op-2", &action)
+        .execute(d.id().as_str(), &rev, "op-2", &action)
         .await
         .expect_err("consumed");
     assert_eq!(err.code().as_str(), "DRAFT_NOT_EDITABLE");
@@ -72,34 +72,34 @@ pub(super) async fn revise_voids_approval(store: Arc<dyn GateStore>) {
     let g = gate(store.clone(), ManualClock::at(T0));
     let action = CountingAction::default();
     let d = approved(&g, "publish_post", r#"{"title":"v1"}"#).await;
-    let old = d.revision.to_hex();
+    let old = d.revision().to_hex();
     let revised = g
-        .revise(d.id.as_str(), &old, br#"{"title":"v2"}"#)
+        .revise(d.id().as_str(), &old, br#"{"title":"v2"}"#)
         .await
         .expect("revise");
-    assert_ne!(revised.revision, d.revision);
-    assert_eq!(revised.seq, 2);
+    assert_ne!(revised.revision(), d.revision());
+    assert_eq!(revised.seq(), 2);
     let e = g
-        .execute(d.id.as_str(), &old, "a", &action)
+        .execute(d.id().as_str(), &old, "a", &action)
         .await
         .expect_err("old");
     assert_eq!(e.code().as_str(), "STALE_REVISION");
-    let new = revised.revision.to_hex();
+    let new = revised.revision().to_hex();
     let e = g
-        .execute(d.id.as_str(), &new, "b", &action)
+        .execute(d.id().as_str(), &new, "b", &action)
         .await
         .expect_err("new");
     assert_eq!(e.code().as_str(), "APPROVAL_REQUIRED");
     let e = g
-        .revise(d.id.as_str(), &old, br#"{"title":"v3"}"#)
+        .revise(d.id().as_str(), &old, br#"{"title":"v3"}"#)
         .await
         .expect_err("stale");
     assert_eq!(e.code().as_str(), "STALE_REVISION");
-    assert_eq!(store.revisions(&d.id).await.expect("read").len(), 2);
-    g.approve(d.id.as_str(), &new, "bob", Channel::Cli)
+    assert_eq!(store.revisions(d.id()).await.expect("read").len(), 2);
+    g.approve(d.id().as_str(), &new, "bob", Channel::Cli)
         .await
         .expect("approve v2");
-    g.execute(d.id.as_str(), &new, "c", &action)
+    g.execute(d.id().as_str(), &new, "c", &action)
         .await
         .expect("run v2");
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);
@@ -112,8 +112,8 @@ pub(super) async fn rate_ceiling(store: Arc<dyn GateStore>) {
     for i in 0..2 {
         let d = approved(&g, "limited", &format!(r#"{{"n":{i}}}"#)).await;
         g.execute(
-            d.id.as_str(),
-            &d.revision.to_hex(),
+            d.id().as_str(),
+            &d.revision().to_hex(),
             &format!("r{i}"),
             &action,
         )
@@ -122,16 +122,16 @@ pub(super) async fn rate_ceiling(store: Arc<dyn GateStore>) {
         clock.advance(Duration::from_secs(10));
     }
     let d = approved(&g, "limited", r#"{"n":3}"#).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let e = g
-        .execute(d.id.as_str(), &rev, "r3", &action)
+        .execute(d.id().as_str(), &rev, "r3", &action)
         .await
         .expect_err("over");
     assert_eq!(e.code().as_str(), "RATE_LIMITED");
     assert_eq!(e.retry_after(), Some(40));
     assert!(e.retryable());
     clock.advance(Duration::from_secs(41));
-    g.execute(d.id.as_str(), &rev, "r3", &action)
+    g.execute(d.id().as_str(), &rev, "r3", &action)
         .await
         .expect("window moved");
     assert_eq!(action.calls.load(Ordering::SeqCst), 3);
@@ -145,18 +145,18 @@ pub(super) async fn failures(store: Arc<dyn GateStore>) {
         ..CountingAction::default()
     };
     let d = approved(&g, "publish_post", r#"{"title":"flaky"}"#).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     let e = g
-        .execute(d.id.as_str(), &rev, "f1", &flaky)
+        .execute(d.id().as_str(), &rev, "f1", &flaky)
         .await
         .expect_err("transient");
     assert_eq!((e.code().as_str(), e.retryable()), ("UPSTREAM_ERROR", true));
     let e = g
-        .execute(d.id.as_str(), &rev, "f2", &flaky)
+        .execute(d.id().as_str(), &rev, "f2", &flaky)
         .await
         .expect_err("other op");
     assert_eq!(e.code().as_str(), "DRAFT_NOT_EDITABLE");
-    g.execute(d.id.as_str(), &rev, "f1", &flaky)
+    g.execute(d.id().as_str(), &rev, "f1", &flaky)
         .await
         .expect("retry same op");
     assert_eq!(flaky.calls.load(Ordering::SeqCst), 2);
@@ -166,10 +166,10 @@ pub(super) async fn failures(store: Arc<dyn GateStore>) {
         ..CountingAction::default()
     };
     let d = approved(&g, "publish_post", r#"{"title":"broken"}"#).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     for _ in 0..2 {
         let e = g
-            .execute(d.id.as_str(), &rev, "t1", &broken)
+            .execute(d.id().as_str(), &rev, "t1", &broken)
             .await
             .expect_err("terminal");
         assert_eq!(
@@ -184,7 +184,12 @@ pub(super) async fn failures(store: Arc<dyn GateStore>) {
     );
     let other = approved(&g, "publish_post", r#"{"title":"other"}"#).await;
     let e = g
-        .execute(other.id.as_str(), &other.revision.to_hex(), "t1", &broken)
+        .execute(
+            other.id().as_str(),
+            &other.revision().to_hex(),
+            "t1",
+            &broken,
+        )
         .await
         .expect_err("reused id");
     assert_eq!(e.code().as_str(), "OPERATION_ID_CONFLICT");
@@ -195,36 +200,36 @@ pub(super) async fn expiry_and_rejection(store: Arc<dyn GateStore>) {
     let g = gate(store, clock.clone());
     let action = CountingAction::default();
     let d = approved(&g, "publish_post", r#"{"title":"late"}"#).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     clock.advance(Duration::from_secs(15 * 60));
     let e = g
-        .execute(d.id.as_str(), &rev, "late", &action)
+        .execute(d.id().as_str(), &rev, "late", &action)
         .await
         .expect_err("expired");
     assert_eq!(e.code().as_str(), "APPROVAL_REQUIRED");
-    g.reject(d.id.as_str(), "carol", Some("no"))
+    g.reject(d.id().as_str(), "carol", Some("no"))
         .await
         .expect("reject");
     let e = g
-        .execute(d.id.as_str(), &rev, "late2", &action)
+        .execute(d.id().as_str(), &rev, "late2", &action)
         .await
         .expect_err("rejected");
     assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let e = g
-        .approve(d.id.as_str(), &rev, "alice", Channel::Cli)
+        .approve(d.id().as_str(), &rev, "alice", Channel::Cli)
         .await
         .expect_err("closed");
     assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let e = g
-        .approve(d.id.as_str(), &rev, "alice", Channel::Elicitation)
+        .approve(d.id().as_str(), &rev, "alice", Channel::Elicitation)
         .await
         .expect_err("channel");
     assert_eq!(e.code().as_str(), "APPROVAL_REJECTED");
     let fresh = propose(&g, "publish_post", r#"{"title":"chan"}"#).await;
     let e = g
         .approve(
-            fresh.id.as_str(),
-            &fresh.revision.to_hex(),
+            fresh.id().as_str(),
+            &fresh.revision().to_hex(),
             "a",
             Channel::Elicitation,
         )
@@ -265,7 +270,7 @@ impl ActionPort for Refusing {
 pub(super) async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
     let g = gate(store.clone(), ManualClock::at(T0));
     let d = approved(&g, "publish_post", r#"{"title":"t"}"#).await;
-    let rev = d.revision.to_hex();
+    let rev = d.revision().to_hex();
     for (refusal, code) in [
         ((|| Error::NotFound) as fn() -> Error, "NOT_FOUND"),
         (|| Error::ToolChanged, "STALE_REVISION"),
@@ -275,7 +280,7 @@ pub(super) async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
             calls: AtomicUsize::new(0),
         };
         let err = g
-            .execute(d.id.as_str(), &rev, "op-admit", &port)
+            .execute(d.id().as_str(), &rev, "op-admit", &port)
             .await
             .expect_err("refused");
         assert_eq!(err.code().as_str(), code);
@@ -288,8 +293,8 @@ pub(super) async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
             .expect("read")
             .is_none()
     );
-    let stored = store.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(stored.state.name(), "approved");
+    let stored = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(stored.state().name(), "approved");
     let records = store.audit().await.expect("audit");
     let refused = records
         .iter()
@@ -300,7 +305,7 @@ pub(super) async fn port_refusal_spends_nothing(store: Arc<dyn GateStore>) {
         .count();
     assert_eq!(refused, 1, "the refusal is on the record");
     let action = CountingAction::default();
-    g.execute(d.id.as_str(), &rev, "op-admit", &action)
+    g.execute(d.id().as_str(), &rev, "op-admit", &action)
         .await
         .expect("admitted");
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);

@@ -8,7 +8,10 @@ use std::sync::atomic::Ordering;
 
 use countersign_canon::Principal;
 use countersign_gate::approval::Approvers;
-use countersign_gate::{Channel, Draft, Error, Gate, GateStore, Proposal, State};
+use countersign_gate::policy::Channel;
+use countersign_gate::state::State;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Error, Gate, Proposal};
 
 use super::{CountingAction, ManualClock, T0, tool};
 
@@ -63,8 +66,8 @@ async fn propose_as(g: &Gate, who: Principal, args: &str) -> Draft {
 
 async fn edit(g: &Gate, d: &Draft, args: &str, editor: &str) -> countersign_gate::Result<Draft> {
     g.revise_by(
-        d.id.as_str(),
-        &d.revision.to_hex(),
+        d.id().as_str(),
+        &d.revision().to_hex(),
         args.as_bytes(),
         Some(editor),
     )
@@ -72,7 +75,7 @@ async fn edit(g: &Gate, d: &Draft, args: &str, editor: &str) -> countersign_gate
 }
 
 async fn approve(g: &Gate, d: &Draft, name: &str) -> countersign_gate::Result<()> {
-    g.approve(d.id.as_str(), &d.revision.to_hex(), name, Channel::Cli)
+    g.approve(d.id().as_str(), &d.revision().to_hex(), name, Channel::Cli)
         .await
         .map(drop)
 }
@@ -107,33 +110,32 @@ async fn an_edit_makes_the_editor_the_proposer(store: Arc<dyn GateStore>) {
         body.contains(r#""event":"revise""#) && body.contains(r#""editor":"alice""#),
         "{body}"
     );
-    let read = store.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(
-        read.editor.as_deref(),
-        Some("alice"),
-        "the store keeps the editor"
-    );
-    let history = store.revisions(&d.id).await.expect("revisions");
-    let editors: Vec<_> = history.iter().map(|r| r.editor.as_deref()).collect();
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(read.editor(), Some("alice"), "the store keeps the editor");
+    let history = store.revisions(d.id()).await.expect("revisions");
+    let editors: Vec<_> = history.iter().map(|r| r.editor()).collect();
     assert_eq!(editors, [None, Some("alice")]);
 
     let why = not_allowed(approve(&g, &read, "alice").await, "alice's own edit");
     assert!(why.contains("own edit"), "{why}");
-    assert!(matches!(read.state, State::Proposed(_)), "nothing approved");
+    assert!(
+        matches!(read.state(), State::Proposed(_)),
+        "nothing approved"
+    );
     approve(&g, &read, "bob").await.expect("bob approves");
 
     let again = g
         .revise(
-            d.id.as_str(),
-            &read.revision.to_hex(),
+            d.id().as_str(),
+            &read.revision().to_hex(),
             br#"{"title":"agent's again"}"#,
         )
         .await
         .expect("the agent revises");
-    assert_eq!(again.editor, None);
+    assert_eq!(again.editor(), None);
     assert_eq!(again.proposer(), Some("agent"));
-    let read = store.draft(&d.id).await.expect("read").expect("draft");
-    assert_eq!(read.editor, None, "the agent's revise clears the editor");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(read.editor(), None, "the agent's revise clears the editor");
     approve(&g, &read, "alice")
         .await
         .expect("alice approves the agent's revision");
@@ -154,17 +156,27 @@ async fn an_editors_own_approval_does_not_count_at_execute(store: Arc<dyn GateSt
     let strict = gate_with(store.clone(), PEOPLE);
     let action = CountingAction::default();
     let e = strict
-        .execute(d.id.as_str(), &edited.revision.to_hex(), "op-self", &action)
+        .execute(
+            d.id().as_str(),
+            &edited.revision().to_hex(),
+            "op-self",
+            &action,
+        )
         .await
         .expect_err("alice's approval of her own edit does not count");
     assert_eq!(e.code().as_str(), "APPROVAL_REQUIRED", "{e}");
     assert_eq!(action.calls.load(Ordering::SeqCst), 0, "nothing ran");
 
     // The lenient server runs it: the refusal came from the proposer rule alone.
-    let read = store.draft(&d.id).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     approve(&lenient, &read, "alice").await.expect("again");
     lenient
-        .execute(d.id.as_str(), &read.revision.to_hex(), "op-self", &action)
+        .execute(
+            d.id().as_str(),
+            &read.revision().to_hex(),
+            "op-self",
+            &action,
+        )
         .await
         .expect("runs with self_approval");
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);
@@ -176,7 +188,7 @@ async fn editing_and_rejecting_need_the_approving_entitlement(store: Arc<dyn Gat
     let g = gate_with(store.clone(), PEOPLE);
     let d = propose_as(&g, agent(None), r#"{"title":"agent's"}"#).await;
     approve(&g, &d, "bob").await.expect("bob approves");
-    let before = store.draft(&d.id).await.expect("read").expect("draft");
+    let before = store.draft(d.id()).await.expect("read").expect("draft");
 
     let why = not_allowed(
         edit(&g, &before, r#"{"title":"carol's"}"#, "carol").await,
@@ -189,7 +201,7 @@ async fn editing_and_rejecting_need_the_approving_entitlement(store: Arc<dyn Gat
         "{body}"
     );
     let why = not_allowed(
-        g.reject(d.id.as_str(), "carol", Some("no")).await,
+        g.reject(d.id().as_str(), "carol", Some("no")).await,
         "carol's reject",
     );
     assert!(why.contains("not listed for this tool"), "{why}");
@@ -198,16 +210,16 @@ async fn editing_and_rejecting_need_the_approving_entitlement(store: Arc<dyn Gat
         body.contains(r#""event":"reject""#) && body.contains("APPROVER_NOT_ALLOWED"),
         "{body}"
     );
-    let after = store.draft(&d.id).await.expect("read").expect("draft");
+    let after = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(after, before, "the draft is untouched");
-    assert_eq!(store.revisions(&d.id).await.expect("revisions").len(), 1);
+    assert_eq!(store.revisions(d.id()).await.expect("revisions").len(), 1);
 
     // Bob may do both.
     let edited = edit(&g, &after, r#"{"title":"bob's"}"#, "bob")
         .await
         .expect("bob edits");
     assert_eq!(edited.proposer(), Some("bob"));
-    g.reject(d.id.as_str(), "bob", None)
+    g.reject(d.id().as_str(), "bob", None)
         .await
         .expect("bob rejects");
 }
@@ -225,11 +237,11 @@ async fn the_approvers_file_bounds_editing_and_rejecting(store: Arc<dyn GateStor
         "bob edits",
     );
     assert!(why.contains("tenant"), "{why}");
-    let why = not_allowed(g.reject(d.id.as_str(), "bob", None).await, "bob rejects");
+    let why = not_allowed(g.reject(d.id().as_str(), "bob", None).await, "bob rejects");
     assert!(why.contains("tenant"), "{why}");
-    let why = not_allowed(g.reject(d.id.as_str(), "mallory", None).await, "unlisted");
+    let why = not_allowed(g.reject(d.id().as_str(), "mallory", None).await, "unlisted");
     assert!(why.contains("approvers file"), "{why}");
-    let read = store.draft(&d.id).await.expect("read").expect("draft");
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read, d, "the draft is untouched");
     edit(&g, &d, r#"{"title":"alice's"}"#, "alice")
         .await

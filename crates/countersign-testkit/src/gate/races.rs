@@ -6,7 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use countersign_gate::audit::verify;
-use countersign_gate::{Channel, Draft, Execution, Gate, GateStore};
+use countersign_gate::policy::Channel;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Execution, Gate};
 
 use super::{CountingAction, ManualClock, T0, approved, gate, propose};
 
@@ -25,7 +27,7 @@ async fn approved_together(
     }
     let mut tasks = Vec::new();
     for d in &drafts {
-        let (g, id, rev) = (g.clone(), d.id.clone(), d.revision.to_hex());
+        let (g, id, rev) = (g.clone(), d.id().clone(), d.revision().to_hex());
         tasks.push(tokio::spawn(async move {
             g.approve(id.as_str(), &rev, "alice", Channel::Cli).await
         }));
@@ -51,7 +53,7 @@ fn execute_together(
         .enumerate()
         .map(|(i, d)| {
             let (g, action, start) = (g.clone(), action.clone(), start.clone());
-            let (id, rev, op) = (d.id.clone(), d.revision.to_hex(), operation_id(i));
+            let (id, rev, op) = (d.id().clone(), d.revision().to_hex(), operation_id(i));
             tokio::spawn(async move {
                 start.wait().await;
                 g.execute(id.as_str(), &rev, &op, action.as_ref()).await
@@ -69,7 +71,12 @@ pub(super) async fn race_distinct_operation_ids(store: Arc<dyn GateStore>) {
     let d = approved(&g, "publish_post", r#"{"title":"race"}"#).await;
     let mut tasks = Vec::new();
     for i in 0..32 {
-        let (g, action, id, rev) = (g.clone(), action.clone(), d.id.clone(), d.revision.to_hex());
+        let (g, action, id, rev) = (
+            g.clone(),
+            action.clone(),
+            d.id().clone(),
+            d.revision().to_hex(),
+        );
         tasks.push(tokio::spawn(async move {
             g.execute(id.as_str(), &rev, &format!("op-{i}"), action.as_ref())
                 .await
@@ -99,7 +106,12 @@ pub(super) async fn race_same_operation_id(store: Arc<dyn GateStore>) {
     let d = approved(&g, "publish_post", r#"{"title":"same"}"#).await;
     let mut tasks = Vec::new();
     for _ in 0..32 {
-        let (g, action, id, rev) = (g.clone(), action.clone(), d.id.clone(), d.revision.to_hex());
+        let (g, action, id, rev) = (
+            g.clone(),
+            action.clone(),
+            d.id().clone(),
+            d.revision().to_hex(),
+        );
         tasks.push(tokio::spawn(async move {
             g.execute(id.as_str(), &rev, "one-op", action.as_ref())
                 .await

@@ -10,7 +10,9 @@ use countersign_canon::Principal;
 
 use super::{CountingAction, ManualClock, T0, tool};
 use countersign_gate::audit::{AuditRecord, verify};
-use countersign_gate::{Channel, Draft, Gate, GateStore, Page, Policy, Proposal};
+use countersign_gate::policy::Policy;
+use countersign_gate::store::GateStore;
+use countersign_gate::{Draft, Gate, Page, Proposal};
 
 /// The suite's tools under tight ceilings: two open drafts, five proposals a minute, one hour
 /// of retention, drafts that expire after ten minutes.
@@ -75,9 +77,7 @@ async fn propose_as(g: &Gate, who: &Principal, args: &str) -> countersign_gate::
 
 async fn approved_as(g: &Gate, who: &Principal, args: &str) -> Draft {
     let d = propose_as(g, who, args).await.expect("propose");
-    g.approve(d.id.as_str(), &d.revision.to_hex(), "alice", Channel::Cli)
-        .await
-        .expect("approve");
+    super::approve(g, &d).await;
     d
 }
 
@@ -95,17 +95,17 @@ async fn operation_ids_are_per_principal(store: Arc<dyn GateStore>) {
     let da = approved_as(&g, &a, r#"{"title":"a"}"#).await;
     let db = approved_as(&g, &b, r#"{"title":"b"}"#).await;
     let ra = g
-        .execute(da.id.as_str(), &da.revision.to_hex(), "shared", &action)
+        .execute(da.id().as_str(), &da.revision().to_hex(), "shared", &action)
         .await
         .expect("a runs");
     let rb = g
-        .execute(db.id.as_str(), &db.revision.to_hex(), "shared", &action)
+        .execute(db.id().as_str(), &db.revision().to_hex(), "shared", &action)
         .await
         .expect("b runs with the same operation id");
     assert!(!ra.replay && !rb.replay);
     assert_eq!(action.calls.load(Ordering::SeqCst), 2);
     let again = g
-        .execute(da.id.as_str(), &da.revision.to_hex(), "shared", &action)
+        .execute(da.id().as_str(), &da.revision().to_hex(), "shared", &action)
         .await
         .expect("a replays");
     assert!(again.replay);
@@ -119,10 +119,7 @@ async fn operation_ids_are_per_principal(store: Arc<dyn GateStore>) {
         .await
         .expect("read")
         .expect("b");
-    assert_eq!(
-        (op_a.draft_id, op_b.draft_id),
-        (da.id.clone(), db.id.clone())
-    );
+    assert_eq!((op_a.draft_id(), op_b.draft_id()), (da.id(), db.id()));
     assert!(
         store
             .operation(&tenant("c"), "shared")
@@ -134,8 +131,8 @@ async fn operation_ids_are_per_principal(store: Arc<dyn GateStore>) {
     let other = approved_as(&g, &a, r#"{"title":"a2"}"#).await;
     let err = g
         .execute(
-            other.id.as_str(),
-            &other.revision.to_hex(),
+            other.id().as_str(),
+            &other.revision().to_hex(),
             "shared",
             &action,
         )
@@ -179,7 +176,7 @@ async fn open_drafts_ceiling(store: Arc<dyn GateStore>) {
         .await
         .expect("b is not a's quota");
     // A decided draft no longer counts; nor does an expired one.
-    g.reject(made[0].id.as_str(), "alice", None)
+    g.reject(made[0].id().as_str(), "alice", None)
         .await
         .expect("reject");
     propose_as(&g, &a, r#"{"title":"after reject"}"#)
@@ -196,21 +193,21 @@ async fn proposals_ceiling(store: Arc<dyn GateStore>) {
     let g = gate_with(store, LIMITED, clock.clone());
     let a = tenant("a");
     let d = propose_as(&g, &a, r#"{"title":"r0"}"#).await.expect("1");
-    let mut rev = d.revision.to_hex();
+    let mut rev = d.revision().to_hex();
     // Revisions count against the same ceiling as proposals.
     for i in 1..5 {
         let r = g
             .revise(
-                d.id.as_str(),
+                d.id().as_str(),
                 &rev,
                 format!(r#"{{"title":"r{i}"}}"#).as_bytes(),
             )
             .await
             .expect("revise within the ceiling");
-        rev = r.revision.to_hex();
+        rev = r.revision().to_hex();
     }
     let err = g
-        .revise(d.id.as_str(), &rev, br#"{"title":"one too many"}"#)
+        .revise(d.id().as_str(), &rev, br#"{"title":"one too many"}"#)
         .await
         .expect_err("sixth in a minute");
     assert_eq!(err.code().as_str(), "QUOTA_EXCEEDED");
@@ -236,13 +233,18 @@ async fn retention_drops_rows_keeps_records(store: Arc<dyn GateStore>) {
     let a = tenant("a");
     let action = CountingAction::default();
     let ran = approved_as(&g, &a, r#"{"title":"ran"}"#).await;
-    g.execute(ran.id.as_str(), &ran.revision.to_hex(), "op-ran", &action)
-        .await
-        .expect("run");
+    g.execute(
+        ran.id().as_str(),
+        &ran.revision().to_hex(),
+        "op-ran",
+        &action,
+    )
+    .await
+    .expect("run");
     let refused = propose_as(&g, &a, r#"{"title":"refused"}"#)
         .await
         .expect("propose");
-    g.reject(refused.id.as_str(), "alice", None)
+    g.reject(refused.id().as_str(), "alice", None)
         .await
         .expect("reject");
     assert_eq!(g.upkeep().await.expect("upkeep"), 0, "nothing is old yet");
@@ -254,11 +256,11 @@ async fn retention_drops_rows_keeps_records(store: Arc<dyn GateStore>) {
     let before = store.audit().await.expect("audit").len();
     assert_eq!(g.upkeep().await.expect("upkeep"), 2);
     for gone in [&ran, &refused] {
-        assert!(store.draft(&gone.id).await.expect("read").is_none());
-        assert!(store.revisions(&gone.id).await.expect("read").is_empty());
+        assert!(store.draft(gone.id()).await.expect("read").is_none());
+        assert!(store.revisions(gone.id()).await.expect("read").is_empty());
     }
     assert!(store.operation(&a, "op-ran").await.expect("read").is_none());
-    assert!(store.draft(&kept.id).await.expect("read").is_some());
+    assert!(store.draft(kept.id()).await.expect("read").is_some());
     let records = store.audit().await.expect("audit");
     assert_eq!(records.len(), before + 1, "one record says what went");
     assert!(
@@ -302,7 +304,10 @@ async fn listing_is_per_principal_and_paged(store: Arc<dyn GateStore>) {
         page.after = Some(last.cursor());
         seen.extend(got.into_iter().map(|s| s.id));
     }
-    let mut expected: Vec<_> = mine.iter().map(|d| (d.created_at, d.id.clone())).collect();
+    let mut expected: Vec<_> = mine
+        .iter()
+        .map(|d| (d.created_at(), d.id().clone()))
+        .collect();
     expected.sort();
     let expected: Vec<_> = expected.into_iter().map(|(_, id)| id).collect();
     assert_eq!(

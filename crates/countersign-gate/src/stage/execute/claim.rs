@@ -4,7 +4,7 @@
 use countersign_canon::{Digest, Revision};
 
 use crate::action::ActionPort;
-use crate::approval::statement::CLOCK_SKEW_SECS;
+use crate::approval::CLOCK_SKEW_SECS;
 use crate::approval::{Approvers, Kind, allowed, check_signed};
 use crate::audit::AuditEvent;
 use crate::error::Error;
@@ -14,11 +14,25 @@ use crate::owner::Liveness;
 use crate::policy::{ApproverRule, Mode, Rate, ToolPolicy};
 use crate::state::{Approval, Approved, IdempotentTool, State};
 use crate::store::{Commit, Snapshot};
+use crate::transact::audit;
 
 pub(crate) enum Verdict {
     Refuse(Error),
     Replay(Box<Operation>),
     Run(Box<Draft>),
+}
+
+impl crate::transact::Verdict for Verdict {
+    fn refusal(&self) -> Option<&Error> {
+        match self {
+            Verdict::Refuse(e) => Some(e),
+            Verdict::Replay(_) | Verdict::Run(_) => None,
+        }
+    }
+
+    fn not_run() -> Self {
+        Verdict::Refuse(Error::store("transaction did not run"))
+    }
 }
 
 pub(crate) struct ClaimCtx<'a> {
@@ -33,15 +47,7 @@ pub(crate) struct ClaimCtx<'a> {
 
 impl ClaimCtx<'_> {
     pub(crate) fn decide(&self, snap: Snapshot, event: &AuditEvent) -> (Commit, Verdict) {
-        let refuse = |e: Error| {
-            (
-                Commit {
-                    audit: vec![event.clone().outcome(Err(&e))],
-                    ..Commit::default()
-                },
-                Verdict::Refuse(e),
-            )
-        };
+        let refuse = |e: Error| (audit(event.clone().outcome(Err(&e))), Verdict::Refuse(e));
         let Some(draft) = snap.draft else {
             return refuse(Error::NotFound);
         };

@@ -151,30 +151,15 @@ impl Gate {
             },
             quota: None,
         };
-        let mut verdict = None;
         // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
         // rate (see `refusals`) rather than in the transaction.
-        let mut strays = Vec::new();
-        let mut step = |snap: Snapshot| {
-            let missing = snap.draft.is_none();
-            let (mut commit, v) = ctx.decide(snap, &event);
-            strays = if missing {
-                std::mem::take(&mut commit.audit)
-            } else {
-                Vec::new()
-            };
-            verdict = Some(v);
-            commit
-        };
-        self.commit(&keys, &mut step).await?;
-        for stray in strays {
-            self.audit_refusal(stray, Error::NotFound.code(), None)
-                .await;
-        }
+        let verdict = self
+            .decide_on_draft(keys, None, |snap| ctx.decide(snap, &event))
+            .await?;
         let claimed = started.elapsed();
         let draft = match verdict {
-            Some(Verdict::Run(draft)) => draft,
-            Some(Verdict::Replay(op)) => {
+            Verdict::Run(draft) => draft,
+            Verdict::Replay(op) => {
                 return Ok(Execution {
                     draft_id: id,
                     revision,
@@ -183,8 +168,7 @@ impl Gate {
                     output: ActionOutput::from_record(op.result.as_deref().unwrap_or("{}")),
                 });
             }
-            Some(Verdict::Refuse(e)) => return Err(e),
-            None => return Err(Error::store("transaction did not run")),
+            Verdict::Refuse(e) => return Err(e),
         };
         // The journal says "running" now; from here a crash means OUTCOME_UNKNOWN, never a rerun.
         // The claim already checked these bytes against the revision; if they still cannot be

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use countersign_canon::{Digest, Principal};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use countersign_replay::shared::postgres_pool;
+use deadpool_postgres::Pool;
 
 use self::rows::{Bound, draft_row, op_row, sealed};
 use self::sql::{BEGIN, DRAFT_COLUMNS, OP_COLUMNS, SCHEMA, Sql, Statements, pg, quote_schema};
@@ -82,24 +82,7 @@ impl PostgresStore {
             None => "-c plan_cache_mode=force_generic_plan".to_owned(),
         };
         config.options(&options);
-        let timeout = std::time::Duration::from_secs(5);
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(timeout);
-        }
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(16)
-            .runtime(deadpool_postgres::Runtime::Tokio1)
-            .wait_timeout(Some(timeout))
-            .create_timeout(Some(timeout))
-            .build()
-            .map_err(pg)?;
+        let pool = postgres_pool(config, 16, std::time::Duration::from_secs(5)).map_err(pg)?;
         let mut client = pool.get().await.map_err(pg)?;
         // Schema DDL takes table locks (CREATE INDEX IF NOT EXISTS takes a SHARE lock even when
         // the index is there) while holding the gate lock; a running replica's transition holds

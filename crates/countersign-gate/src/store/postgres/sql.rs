@@ -215,7 +215,7 @@ impl Sql {
 }
 
 pub(super) fn quote_schema(schema: &str) -> Result<String> {
-    countersign_replay::quoted_schema(schema).ok_or_else(|| {
+    countersign_replay::shared::quoted_schema(schema).ok_or_else(|| {
         Error::Config(format!(
             "postgres schema {schema:?} must be 1-63 of [a-z0-9_], not starting with a digit"
         ))

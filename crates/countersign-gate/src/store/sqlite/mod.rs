@@ -21,6 +21,7 @@ use super::rows::{
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use schema::migrate;
 
+mod counts;
 mod reads;
 mod schema;
 mod tenancy;
@@ -249,23 +250,17 @@ fn write(
             .map_err(db)?;
     }
     if let (Some((principal, at)), Some(q)) = (&commit.proposal_event, quota) {
-        tenancy::count_proposal(conn, principal, *at, q.since)?;
+        let principal = principal_to_row(principal);
+        counts::count(conn, &counts::QUOTA, &principal, *at, Some(q.since))?;
     }
-    if let Some((tool, at)) = commit.rate_event {
-        if let Some((_, since)) = window {
-            // Runs older than the window never count again.
-            conn.prepare_cached("DELETE FROM gate_rate WHERE tool = ?1 AND at <= ?2")
-                .map_err(db)?
-                .execute(params![tool, since])
-                .map_err(db)?;
-        }
-        conn.prepare_cached(
-            "INSERT INTO gate_rate (tool, at, runs) VALUES (?1, ?2, 1)
-             ON CONFLICT(tool, at) DO UPDATE SET runs = runs + 1",
-        )
-        .map_err(db)?
-        .execute(params![tool, at])
-        .map_err(db)?;
+    if let Some((tool, at)) = &commit.rate_event {
+        counts::count(
+            conn,
+            &counts::RATE,
+            tool,
+            *at,
+            window.map(|(_, since)| *since),
+        )?;
     }
     let mut sealed = Vec::with_capacity(commit.audit.len());
     if !commit.audit.is_empty() {

@@ -1,6 +1,6 @@
 //! The SQLite store's schema and its forward-only migrations.
 
-use countersign_replay::sqlite_schema::{MigrateError, migrate as migrate_schema};
+use countersign_replay::shared::{MigrateError, migrate_sqlite as migrate_schema};
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::db;

@@ -41,28 +41,6 @@ pub(super) fn quota(conn: &Connection, q: &QuotaKeys) -> Result<(Option<RateWind
     Ok((open, made))
 }
 
-/// Counts one proposal or revision at `at`, dropping counts that left the window.
-pub(super) fn count_proposal(
-    conn: &Connection,
-    principal: &countersign_canon::Principal,
-    at: i64,
-    since: i64,
-) -> Result<()> {
-    let principal = principal_to_row(principal);
-    conn.prepare_cached("DELETE FROM gate_quota WHERE principal = ?1 AND at <= ?2")
-        .map_err(db)?
-        .execute(params![principal, since])
-        .map_err(db)?;
-    conn.prepare_cached(
-        "INSERT INTO gate_quota (principal, at, made) VALUES (?1, ?2, 1)
-         ON CONFLICT(principal, at) DO UPDATE SET made = made + 1",
-    )
-    .map_err(db)?
-    .execute(params![principal, at])
-    .map_err(db)?;
-    Ok(())
-}
-
 /// One page of the principal's drafts, read from the listing index and the rows' small
 /// columns only.
 pub(super) fn list(
