@@ -60,6 +60,7 @@ mod development_tests;
 mod enroll;
 mod error;
 mod form;
+mod listen;
 #[cfg(test)]
 mod link_tests;
 mod markup;
@@ -89,6 +90,8 @@ pub use crate::admit::{Refusal, check_loopback, is_loopback_host, parse_host};
 pub use crate::enroll::link::{LINK_TTL, Link, Links, Origin, mint};
 pub use crate::enroll::{Enrollment, approvers_line};
 pub use crate::error::{PageError, PageResult};
+pub use crate::listen::limits::ConnectionLimits;
+pub use crate::listen::serve;
 pub use crate::respond::Body;
 use crate::routes::Mode;
 pub use crate::serve::{LoopbackServer, OVERLOADED};
