@@ -28,6 +28,10 @@
 //! * **Escaping.** Pages are `maud` markup: every value is escaped where it is spliced in.
 //! * **Refusals.** Every handler answers `Result<Response, PageError>`; [`PageError`] holds the
 //!   one map from a refusal to its status and contract code.
+//! * **One accept loop.** Every HTTP listener — the page's own, the loopback enrollment page's
+//!   and `countersign-mcp --http` — runs [`serve`] under [`ConnectionLimits`]: caps in all and
+//!   per peer, header and idle deadlines, waiting connections making room for newcomers,
+//!   [`OVERLOADED`] when none can, and a shutdown that lets requests in progress finish.
 //!
 //! The page is a tower `Service` over `Request<B>`; mount it wherever `/review` is served:
 //!
@@ -60,9 +64,9 @@ mod development_tests;
 mod enroll;
 mod error;
 mod form;
-mod listen;
 #[cfg(test)]
 mod link_tests;
+mod listen;
 mod markup;
 mod pages;
 #[cfg(test)]

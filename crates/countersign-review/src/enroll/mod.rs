@@ -38,10 +38,10 @@ use tokio::sync::mpsc;
 
 use crate::admit::{Refusal, admit, check_loopback};
 use crate::error::{PageError, PageResult, not_found};
-use crate::markup::{Data, layout};
-use crate::respond::{Body, json, respond};
 use crate::listen::limits::ConnectionLimits;
 use crate::listen::serve;
+use crate::markup::{Data, layout};
+use crate::respond::{Body, json, respond};
 
 /// How long the page's last answer is given to reach the browser.
 const ANSWER_GRACE: Duration = Duration::from_millis(300);

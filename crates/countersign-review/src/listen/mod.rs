@@ -391,7 +391,11 @@ mod tests {
         let mut first = TcpStream::connect(addr).await.expect("connect");
         let mut second = TcpStream::connect(addr).await.expect("connect");
         let mut third = TcpStream::connect(addr).await.expect("connect");
-        assert_eq!(read_some(&mut first).await, b"", "the oldest waiting one made room");
+        assert_eq!(
+            read_some(&mut first).await,
+            b"",
+            "the oldest waiting one made room"
+        );
 
         for tcp in [&mut second, &mut third] {
             tcp.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n")
@@ -421,7 +425,6 @@ mod tests {
             .expect("stopped in time")
             .expect("join");
     }
-
 
     /// The connections the server accepts send without waiting for acknowledgements.
     #[tokio::test]
