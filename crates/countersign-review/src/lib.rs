@@ -28,6 +28,10 @@
 //! * **Escaping.** Pages are `maud` markup: every value is escaped where it is spliced in.
 //! * **Refusals.** Every handler answers `Result<Response, PageError>`; [`PageError`] holds the
 //!   one map from a refusal to its status and contract code.
+//! * **One accept loop.** Every HTTP listener — the page's own, the loopback enrollment page's
+//!   and `countersign-mcp --http` — runs [`serve`] under [`ConnectionLimits`]: caps in all and
+//!   per peer, header and idle deadlines, waiting connections making room for newcomers,
+//!   [`OVERLOADED`] when none can, and a shutdown that lets requests in progress finish.
 //!
 //! The page is a tower `Service` over `Request<B>`; mount it wherever `/review` is served:
 //!
@@ -64,6 +68,7 @@ mod error;
 mod form;
 #[cfg(test)]
 mod link_tests;
+mod listen;
 mod markup;
 mod pages;
 #[cfg(test)]
@@ -91,6 +96,8 @@ pub use crate::admit::{Refusal, check_loopback, is_loopback_host, parse_host};
 pub use crate::enroll::link::{LINK_TTL, Link, Links, Origin, mint};
 pub use crate::enroll::{Enrollment, approvers_line};
 pub use crate::error::{PageError, PageResult};
+pub use crate::listen::limits::ConnectionLimits;
+pub use crate::listen::serve;
 pub use crate::respond::Body;
 use crate::routes::Mode;
 pub use crate::serve::{LoopbackServer, OVERLOADED};

@@ -40,7 +40,7 @@ impl Busy {
 
 /// The bucket key of an address: an IPv6 address counts as its /64, a mapped IPv4 one as
 /// that IPv4 address.
-fn key(ip: IpAddr) -> IpAddr {
+pub(crate) fn key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),

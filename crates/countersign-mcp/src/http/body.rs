@@ -12,9 +12,9 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use countersign_canon::Limits;
+use http_body_util::BodyExt as _;
 use tokio_util::task::TaskTracker;
 
-use super::conn::Holding;
 use super::front::{Answer, Check, Inner, single};
 use super::plain;
 use crate::raw_guard::{Verdict, inspect};
@@ -44,7 +44,13 @@ impl Check for InFlight {
         let response = inner.call(request);
         Box::pin(async move {
             let response = response.await?;
-            Ok(response.map(|body| Body::new(Holding::new(body, ticket))))
+            // The frame mapper owns the ticket, so the body holds it until it is dropped.
+            Ok(response.map(|body| {
+                Body::new(body.map_frame(move |frame| {
+                    let _held = &ticket;
+                    frame
+                }))
+            }))
         })
     }
 }

@@ -23,7 +23,9 @@
 //!
 //! Before any of that, a connection is admitted under the [`ConnectionLimits`]: caps on
 //! connections held in all and per peer, and deadlines for a request's head and between
-//! requests, so that connections stalled on purpose cannot lock anyone out (see `limits`).
+//! requests, so that connections stalled on purpose cannot lock anyone out. The accept loop
+//! that enforces them is the review page's ([`countersign_review::serve`]), shared with the
+//! page's own loopback listener.
 //!
 //! Shutdown stops accepting, lets the POST requests in flight finish (their responses included,
 //! so an execute in progress is delivered), closes the streams that never end on their own, and
@@ -31,10 +33,7 @@
 
 mod auth;
 mod body;
-mod conn;
 mod front;
-mod limits;
-mod registry;
 mod sessions;
 
 use std::future::Future;
@@ -48,6 +47,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use countersign_canon::Limits;
+use countersign_review::ConnectionLimits;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -59,7 +59,6 @@ use tower_layer::Stack;
 pub use self::auth::Clients;
 use self::body::{BodyGuard, InFlight};
 use self::front::{BearerAuth, CheckLayer, HostCheck};
-pub use self::limits::ConnectionLimits;
 use self::sessions::SessionOwners;
 use crate::core::Countersign;
 use crate::error::{Error, Result};
@@ -139,7 +138,9 @@ impl HttpOptions {
         if self.max_body == 0 {
             return Err(Error::Config("the body limit must be above zero".into()));
         }
-        self.connections.check()
+        self.connections
+            .check()
+            .map_err(|e| Error::Config(e.to_string()))
     }
 
     /// The accepted `Host` names: loopback names, the bound address unless it is a wildcard,
@@ -291,7 +292,12 @@ impl HttpServer {
             ..
         } = self;
         let stopping = CancellationToken::new();
-        let serve = conn::serve(listener, router, connections, stopping.clone());
+        let serve = countersign_review::serve(
+            listener,
+            router,
+            connections,
+            stopping.clone().cancelled_owned(),
+        );
         let mut server = tokio::spawn(serve);
         tokio::select! {
             () = shutdown => {}
@@ -380,6 +386,14 @@ mod tests {
         HttpOptions::new(local).check().expect("loopback");
         let v6: SocketAddr = "[::1]:0".parse().expect("addr");
         HttpOptions::new(v6).check().expect("loopback v6");
+    }
+
+    #[test]
+    fn connection_limits_that_let_nothing_in_are_a_config_error() {
+        let mut o = HttpOptions::new("127.0.0.1:0".parse().expect("addr"));
+        o.connections.max_per_peer = 0;
+        let err = o.check().expect_err("refused");
+        assert_eq!(err.code().as_str(), "CONFIG_INVALID");
     }
 
     #[test]

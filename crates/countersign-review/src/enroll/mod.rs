@@ -18,6 +18,7 @@
 
 pub(crate) mod link;
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -37,9 +38,10 @@ use tokio::sync::mpsc;
 
 use crate::admit::{Refusal, admit, check_loopback};
 use crate::error::{PageError, PageResult, not_found};
+use crate::listen::limits::ConnectionLimits;
+use crate::listen::serve;
 use crate::markup::{Data, layout};
 use crate::respond::{Body, json, respond};
-use crate::serve::serve;
 
 /// How long the page's last answer is given to reach the browser.
 const ANSWER_GRACE: Duration = Duration::from_millis(300);
@@ -111,15 +113,10 @@ impl Enrollment {
         if let Ok(mut slot) = self.state.done.lock() {
             *slot = Some(tx);
         }
-        let state = self.state.clone();
-        let listed = self.listed.clone();
-        let service = hyper::service::service_fn(move |req| {
-            let (state, listed) = (state.clone(), listed.clone());
-            async move {
-                let answered = answer(&state, listed.as_deref(), req).await;
-                Ok::<_, std::convert::Infallible>(answered.unwrap_or_else(PageError::into_response))
-            }
-        });
+        let page = Page {
+            state: self.state.clone(),
+            listed: self.listed.clone(),
+        };
         let mut made = None;
         let stop = async {
             tokio::select! {
@@ -131,9 +128,42 @@ impl Enrollment {
                 }
             }
         };
-        serve(&self.listener, service, stop).await?;
+        // Loopback limits: the enrollment page is opened by one person in one browser.
+        serve(self.listener, page, ConnectionLimits::loopback(), stop).await;
         made.ok_or_else(|| {
             io::Error::new(io::ErrorKind::TimedOut, "no passkey was registered in time")
+        })
+    }
+}
+
+/// The enrollment page as a service for the accept loop.
+#[derive(Clone)]
+struct Page {
+    state: Arc<State>,
+    listed: Option<Arc<Approvers>>,
+}
+
+type Answered = std::pin::Pin<
+    Box<dyn Future<Output = Result<Response<Body>, std::convert::Infallible>> + Send>,
+>;
+
+impl tower_service::Service<Request<hyper::body::Incoming>> for Page {
+    type Response = Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future = Answered;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<hyper::body::Incoming>) -> Self::Future {
+        let page = self.clone();
+        Box::pin(async move {
+            let answered = answer(&page.state, page.listed.as_deref(), req).await;
+            Ok(answered.unwrap_or_else(PageError::into_response))
         })
     }
 }

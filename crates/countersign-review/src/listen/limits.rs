@@ -1,4 +1,4 @@
-//! How many connections the HTTP server holds, from whom, and how long one may sit without a
+//! How many connections a listener holds, from whom, and how long one may sit without a
 //! request.
 //!
 //! A connection costs the server a socket and a task from the moment it is accepted, long before
@@ -18,14 +18,17 @@
 //!   every connection is answering a request is a newcomer refused (503, closed).
 //!
 //! The global cap defaults to at most half the process's open-file limit, so descriptors never
-//! run out before the cap is reached.
+//! run out before the cap is reached. A loopback listener (the page served on its own) holds
+//! at most 64, all counted against one peer.
 
-use std::net::{IpAddr, Ipv6Addr};
+use std::io;
+use std::net::IpAddr;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+/// The global cap of a loopback listener.
+const LOOPBACK_MAX_CONNECTIONS: usize = 64;
 
-/// The connection limits of the HTTP server.
+/// The connection limits of a listener served by [`crate::serve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Connections held at once.
@@ -66,18 +69,28 @@ impl ConnectionLimits {
         }
     }
 
+    /// The defaults for a listener that serves one person on a loopback address: every
+    /// connection comes from the same peer, so the per-peer cap is the global one, and a
+    /// browser's handful of connections needs far fewer than a server's.
+    pub(crate) fn loopback() -> Self {
+        ConnectionLimits {
+            max_connections: LOOPBACK_MAX_CONNECTIONS,
+            max_per_peer: LOOPBACK_MAX_CONNECTIONS,
+            ..ConnectionLimits::new()
+        }
+    }
+
     /// Refuses limits that would let nothing in or close every connection at once.
     ///
     /// # Errors
-    /// `CONFIG_INVALID`.
-    pub fn check(&self) -> Result<()> {
+    /// `InvalidInput`, saying which limit.
+    pub fn check(&self) -> io::Result<()> {
+        let refuse = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, what));
         if self.max_connections == 0 || self.max_per_peer == 0 {
-            return Err(Error::Config("connection caps must be above zero".into()));
+            return refuse("connection caps must be above zero");
         }
         if self.header_timeout.is_zero() || self.idle_timeout.is_zero() {
-            return Err(Error::Config(
-                "connection timeouts must be above zero".into(),
-            ));
+            return refuse("connection timeouts must be above zero");
         }
         Ok(())
     }
@@ -117,19 +130,14 @@ fn open_file_limit() -> Option<u64> {
     }
 }
 
-/// Whom a connection is counted against: an IPv4 address, or an IPv6 /64.
+/// Whom a connection is counted against: an IPv4 address, or an IPv6 /64 (the same grouping
+/// as the sign-in throttle's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Peer(IpAddr);
 
 impl Peer {
     pub(crate) fn of(ip: IpAddr) -> Peer {
-        match ip.to_canonical() {
-            IpAddr::V4(v4) => Peer(IpAddr::V4(v4)),
-            IpAddr::V6(v6) => {
-                let network = u128::from(v6) & !(u128::MAX >> 64);
-                Peer(IpAddr::V6(Ipv6Addr::from(network)))
-            }
-        }
+        Peer(crate::throttle::key(ip))
     }
 }
 
@@ -153,6 +161,14 @@ mod tests {
     }
 
     #[test]
+    fn a_loopback_listener_counts_every_connection_against_one_cap() {
+        let l = ConnectionLimits::loopback();
+        l.check().expect("valid");
+        assert_eq!(l.per_peer(), l.max_connections);
+        assert_eq!(l.max_connections, LOOPBACK_MAX_CONNECTIONS);
+    }
+
+    #[test]
     fn zero_caps_and_timeouts_are_refused() {
         ConnectionLimits::new().check().expect("defaults");
         for bad in [
@@ -168,8 +184,8 @@ mod tests {
             },
         ] {
             assert_eq!(
-                bad.check().expect_err("refused").code().as_str(),
-                "CONFIG_INVALID"
+                bad.check().expect_err("refused").kind(),
+                io::ErrorKind::InvalidInput
             );
         }
     }

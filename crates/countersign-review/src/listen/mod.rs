@@ -1,11 +1,16 @@
-//! The accept loop and each connection's life under the [limits](super::limits).
+//! The one accept loop behind every HTTP listener: `countersign-mcp --http`, the page on its
+//! own loopback listener and the loopback enrollment page.
 //!
-//! Every accepted connection is admitted by the [`Registry`] (or refused with a 503), then
-//! served by hyper's HTTP/1 connection beside a watchdog: the connection is closed when it
-//! misses its header or idle deadline, or when it must make room for a newcomer; on shutdown it
-//! finishes the request in progress and closes. Which phase a connection is in comes from two
-//! places hyper drives: reads on its socket, and the requests handed to the router together with
-//! the response bodies that end them.
+//! Every accepted connection is admitted by the [`Registry`] under the [limits](limits) (or
+//! refused with [`OVERLOADED`](crate::OVERLOADED)), then served by hyper's HTTP/1 connection
+//! beside a watchdog: the connection is closed when it misses its header or idle deadline, or
+//! when it must make room for a newcomer; on shutdown it finishes the request in progress and
+//! closes. Which phase a connection is in comes from two places hyper drives: reads on its
+//! socket, and the requests handed to the service together with the response bodies that end
+//! them. Every request carries its peer's address as a [`crate::Peer`].
+
+pub(crate) mod limits;
+mod registry;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -15,10 +20,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::Router;
-use axum::body::{Body, Bytes, HttpBody};
-use axum::http::{Request, Response};
 use hyper::body::Incoming;
+use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -26,31 +29,45 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::limits::ConnectionLimits;
-use super::registry::{Admitted, Conn, Registry};
+use self::limits::ConnectionLimits;
+use self::registry::{Admitted, Conn, Registry};
+use crate::Peer;
 
 /// How long the accept loop rests after a failed accept (out of descriptors, say) before trying
 /// again, so it does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// The answer to a connection refused at a cap, written before it is closed: the review
-/// page's own listener answers overload with the same bytes.
-const REFUSED: &[u8] = countersign_review::OVERLOADED;
-
-/// Accepts and serves connections until `stopping` is cancelled, then lets each connection
-/// finish its request in progress and returns once all are closed.
-pub(super) async fn serve(
+/// Serves `service` on `listener` under `limits` until `shutdown` completes, then stops
+/// accepting, lets each connection finish its request in progress, and returns once all are
+/// closed.
+///
+/// A connection past a cap is refused with [`OVERLOADED`](crate::OVERLOADED) only when every
+/// connection that counts against the cap is answering a request; otherwise the one that has
+/// waited longest for a request makes room. Every request carries its peer's address as a
+/// [`Peer`](crate::Peer) in its extensions. A failed accept is logged and retried.
+pub async fn serve<S, B>(
     listener: TcpListener,
-    router: Router,
+    service: S,
     limits: ConnectionLimits,
-    stopping: CancellationToken,
-) {
+    shutdown: impl Future<Output = ()>,
+) where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let registry = Registry::new(limits);
     let connections = TaskTracker::new();
+    let stopping = CancellationToken::new();
+    let mut shutdown = pin!(shutdown);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            () = stopping.cancelled() => break,
+            () = shutdown.as_mut() => break,
         };
         let (tcp, from) = match accepted {
             Ok(accepted) => accepted,
@@ -65,19 +82,20 @@ pub(super) async fn serve(
         };
         let Some(admitted) = registry.admit(from.ip()) else {
             // Best effort: the socket buffer of a new connection has room for this.
-            let _ = tcp.try_write(REFUSED);
+            let _ = tcp.try_write(crate::OVERLOADED);
             continue;
         };
         ready(&tcp);
         connections.spawn(serve_one(
             tcp,
-            router.clone(),
+            service.clone(),
             admitted,
             *registry.limits(),
             stopping.clone(),
         ));
     }
     drop(listener);
+    stopping.cancel();
     connections.close();
     connections.wait().await;
 }
@@ -103,25 +121,31 @@ fn ready(tcp: &TcpStream) {
     }
 }
 
-async fn serve_one(
+async fn serve_one<S, B>(
     tcp: TcpStream,
-    router: Router,
+    service: S,
     admitted: Admitted,
     limits: ConnectionLimits,
     stopping: CancellationToken,
-) {
+) where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let conn = admitted.conn().clone();
     // The review page limits sign-in challenges per peer.
-    let peer = tcp
-        .peer_addr()
-        .ok()
-        .map(|a| countersign_review::Peer(a.ip()));
+    let peer = tcp.peer_addr().ok().map(|a| Peer(a.ip()));
     let io = TokioIo::new(Watched {
         tcp,
         conn: conn.clone(),
     });
     let service = Tracking {
-        router: TowerToHyperService::new(router),
+        service: TowerToHyperService::new(service),
         conn: conn.clone(),
         peer,
     };
@@ -213,11 +237,11 @@ impl AsyncWrite for Watched {
     }
 }
 
-/// The router, marking its connection busy from a request's head to the end of its response.
-struct Tracking {
-    router: TowerToHyperService<Router>,
+/// The service, marking its connection busy from a request's head to the end of its response.
+struct Tracking<S> {
+    service: TowerToHyperService<S>,
     conn: Arc<Conn>,
-    peer: Option<countersign_review::Peer>,
+    peer: Option<Peer>,
 }
 
 /// A request in progress on a connection; dropping it ends the request.
@@ -236,20 +260,28 @@ impl Drop for InProgress {
     }
 }
 
-type Answer =
-    Pin<Box<dyn Future<Output = Result<Response<Holding<InProgress>>, Infallible>> + Send>>;
+type Answer<B> =
+    Pin<Box<dyn Future<Output = Result<Response<Holding<B, InProgress>>, Infallible>> + Send>>;
 
-impl hyper::service::Service<Request<Incoming>> for Tracking {
-    type Response = Response<Holding<InProgress>>;
+impl<S, B> hyper::service::Service<Request<Incoming>> for Tracking<S>
+where
+    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: 'static,
+{
+    type Response = Response<Holding<B, InProgress>>;
     type Error = Infallible;
-    type Future = Answer;
+    type Future = Answer<B>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
         if let Some(peer) = self.peer {
             request.extensions_mut().insert(peer);
         }
         let in_progress = InProgress::start(&self.conn);
-        let answer = self.router.call(request);
+        let answer = hyper::service::Service::call(&self.service, request);
         Box::pin(async move {
             let response = answer.await?;
             Ok(response.map(|body| Holding::new(body, in_progress)))
@@ -258,26 +290,26 @@ impl hyper::service::Service<Request<Incoming>> for Tracking {
 }
 
 /// A response body that holds `T` until it ends or is dropped: the request it answers counts
-/// as in progress (or in flight) until then, a stream's last event included.
-pub(super) struct Holding<T> {
-    body: Body,
+/// as in progress until then, a stream's last event included.
+struct Holding<B, T> {
+    body: B,
     _held: T,
 }
 
-impl<T> Holding<T> {
-    pub(super) fn new(body: Body, held: T) -> Self {
+impl<B, T> Holding<B, T> {
+    fn new(body: B, held: T) -> Self {
         Holding { body, _held: held }
     }
 }
 
-impl<T: Unpin> HttpBody for Holding<T> {
-    type Data = Bytes;
-    type Error = axum::Error;
+impl<B: http_body::Body + Unpin, T: Unpin> http_body::Body for Holding<B, T> {
+    type Data = B::Data;
+    type Error = B::Error;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+    ) -> Poll<Option<Result<http_body::Frame<B::Data>, B::Error>>> {
         Pin::new(&mut self.body).poll_frame(cx)
     }
 
@@ -293,6 +325,106 @@ impl<T: Unpin> HttpBody for Holding<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
+    use http_body_util::Empty;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use tokio::sync::mpsc;
+
+    const WAIT: Duration = Duration::from_secs(5);
+
+    /// Answers each request once `release` is cancelled, telling `called` it has one.
+    #[derive(Clone)]
+    struct Stalled {
+        called: mpsc::UnboundedSender<()>,
+        release: CancellationToken,
+    }
+
+    impl tower_service::Service<Request<Incoming>> for Stalled {
+        type Response = Response<Empty<Bytes>>;
+        type Error = Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<Incoming>) -> Self::Future {
+            let _ = self.called.send(());
+            let release = self.release.clone();
+            Box::pin(async move {
+                release.cancelled().await;
+                Ok(Response::new(Empty::new()))
+            })
+        }
+    }
+
+    async fn read_some(tcp: &mut TcpStream) -> Vec<u8> {
+        let mut buf = vec![0; 256];
+        let n = tokio::time::timeout(WAIT, tcp.read(&mut buf))
+            .await
+            .expect("answered in time")
+            .expect("read");
+        buf.truncate(n);
+        buf
+    }
+
+    /// At the cap a waiting connection makes room; only when every one is answering a request
+    /// is a newcomer told to come back. Shutdown lets the requests in progress finish.
+    #[tokio::test]
+    async fn a_newcomer_is_refused_only_when_every_connection_is_busy() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (called, mut calls) = mpsc::unbounded_channel();
+        let release = CancellationToken::new();
+        let stop = CancellationToken::new();
+        let service = Stalled {
+            called,
+            release: release.clone(),
+        };
+        let server = tokio::spawn(serve(
+            listener,
+            service,
+            ConnectionLimits::caps(2, 2),
+            stop.clone().cancelled_owned(),
+        ));
+
+        let mut first = TcpStream::connect(addr).await.expect("connect");
+        let mut second = TcpStream::connect(addr).await.expect("connect");
+        let mut third = TcpStream::connect(addr).await.expect("connect");
+        assert_eq!(
+            read_some(&mut first).await,
+            b"",
+            "the oldest waiting one made room"
+        );
+
+        for tcp in [&mut second, &mut third] {
+            tcp.write_all(b"GET / HTTP/1.1\r\nhost: localhost\r\n\r\n")
+                .await
+                .expect("write");
+        }
+        for _ in 0..2 {
+            tokio::time::timeout(WAIT, calls.recv())
+                .await
+                .expect("called in time")
+                .expect("a call");
+        }
+        let mut late = TcpStream::connect(addr).await.expect("connect");
+        let mut refused = Vec::new();
+        tokio::time::timeout(WAIT, late.read_to_end(&mut refused))
+            .await
+            .expect("answered in time")
+            .expect("read");
+        assert_eq!(refused, crate::OVERLOADED);
+
+        stop.cancel();
+        release.cancel();
+        assert!(read_some(&mut second).await.starts_with(b"HTTP/1.1 200"));
+        assert!(read_some(&mut third).await.starts_with(b"HTTP/1.1 200"));
+        tokio::time::timeout(WAIT, server)
+            .await
+            .expect("stopped in time")
+            .expect("join");
+    }
 
     /// The connections the server accepts send without waiting for acknowledgements.
     #[tokio::test]
