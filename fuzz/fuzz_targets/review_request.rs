@@ -20,7 +20,7 @@ use countersign_gate::policy::Policy;
 use countersign_gate::store::MemoryStore;
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_review::Review;
-use countersign_review::enroll::link::{Links, Origin};
+use countersign_review::{Links, Origin};
 use countersign_token::Keyring;
 use http_body_util::Full;
 use hyper::{Method, Request, StatusCode};
