@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use countersign_canon::ErrorClass;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy, web};
 use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
 use countersign_mcp::proxy::{Proxy, Upstream};
@@ -130,10 +131,11 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error[{}]: {e}", e.code());
-            ExitCode::from(if e.code().as_str() == "INVALID_ARGUMENT" {
-                2
-            } else {
-                3
+            // Bad usage or input exits 2, as the CLI's; anything else stopped the server
+            // before it served, which is the environment's failure.
+            ExitCode::from(match e.code().class() {
+                ErrorClass::Input => 2,
+                ErrorClass::Refusal | ErrorClass::Environment => 3,
             })
         }
     }

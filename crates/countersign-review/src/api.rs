@@ -192,7 +192,7 @@ pub(crate) async fn pending(review: &Review, person: &Person) -> PageResult {
             let (have, need) = quorum(review, d);
             json!({
                 "draft_id": d.id().as_str(),
-                "action": countersign_canon::show_escaped(&d.action()).0,
+                "action": countersign_canon::show_escaped(d.action()).0,
                 "state": d.state().name(),
                 "risk": d.risk(),
                 "age_seconds": (now - d.created_at()).max(0) / 1000,

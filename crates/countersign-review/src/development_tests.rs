@@ -126,7 +126,10 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
     );
     let approvals = now.state().approvals();
     assert_eq!(approvals.len(), 1);
-    assert_eq!(approvals[0].channel(), countersign_gate::policy::Channel::Review);
+    assert_eq!(
+        approvals[0].channel(),
+        countersign_gate::policy::Channel::Review
+    );
     // The audit says where the unsigned approval came from: the page, not the command line.
     let records = gate.store().audit().await.expect("audit");
     let approve: Vec<serde_json::Value> = records

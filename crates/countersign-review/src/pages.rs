@@ -58,7 +58,7 @@ fn pending_row(review: &Review, person: &Person, d: &Draft, now_ms: i64) -> Mark
     html! {
         tr data-draft=(id) {
             td { input type="checkbox" class="pick" value=(id) aria-label={ "select " (id) }; }
-            td { a href={ (person.base) "/draft/" (id) } { (shown(&d.action())) } }
+            td { a href={ (person.base) "/draft/" (id) } { (shown(d.action())) } }
             td.risk { (d.risk()) }
             td { (reading::age_text(d.created_at(), now_ms)) }
             td { (have) "/" (need) }
@@ -136,10 +136,10 @@ fn diff(changes: &[LeafChange]) -> Markup {
 fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
     let (have, need) = quorum(review, d);
     let m = &r.manifest;
-    let envelope = shown(&String::from_utf8_lossy(&d.canonical()));
+    let envelope = shown(&String::from_utf8_lossy(d.canonical()));
     html! {
         section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
-            h2 { (shown(&d.action())) }
+            h2 { (shown(d.action())) }
             dl {
                 dt { "draft" } dd { code { (d.id().as_str()) } }
                 dt { "state" } dd { (d.state().name()) }
@@ -173,7 +173,7 @@ fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
 fn refused_section(d: &Draft, why: &str) -> Markup {
     html! {
         section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
-            h2 { (shown(&d.action())) }
+            h2 { (shown(d.action())) }
             dl {
                 dt { "draft" } dd { code { (d.id().as_str()) } }
                 dt { "state" } dd { (d.state().name()) }

@@ -55,7 +55,7 @@ pub(crate) fn section(catalog: Option<&dyn ToolCatalog>, d: &Draft) -> Markup {
     let Ok(bound) = countersign_gate::recorded_tool(d) else {
         return html! {};
     };
-    let offered = catalog.and_then(|c| c.offered(&d.action()));
+    let offered = catalog.and_then(|c| c.offered(d.action()));
     html! {
         h3 { "Tool definition" }
         p { "bound to " code.tool-digest { (bound.to_hex()) } }

@@ -8,9 +8,7 @@ use std::time::Duration;
 use countersign_canon::{Digest, Domain, Principal, digest};
 use countersign_gate::policy::{Channel, Policy};
 use countersign_gate::store::GateStore;
-use countersign_gate::{
-    ActionCall, ActionError, ActionOutput, ActionPort, Draft, Gate, Proposal,
-};
+use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, Draft, Gate, Proposal};
 use countersign_token::Clock;
 
 mod flows;

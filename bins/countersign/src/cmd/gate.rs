@@ -70,7 +70,7 @@ pub(crate) struct RejectArgs {
 
 pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
     let code = e.code();
-    let mut f = Failure::new(code.class(), code.as_str(), e.to_string());
+    let mut f = Failure::new(code.class(), code.as_str(), with_causes(e));
     f.extra.insert("retryable".into(), e.retryable().into());
     if let Some((have, need)) = e.approvals() {
         f.extra.insert(
@@ -79,6 +79,22 @@ pub(crate) fn failure(e: &countersign_gate::Error) -> Failure {
         );
     }
     f
+}
+
+/// The error and each cause under it, each once: a store failure's message names what failed
+/// and its source says why, and an operator reading the command's output needs both.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let said = cause.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        next = cause.source();
+    }
+    text
 }
 
 /// The policy file: `--config`, else `$HOME_FOLDER/countersign.toml`, read as the MCP server
@@ -315,8 +331,7 @@ pub(crate) fn present(d: &Draft, r: &Reading) -> String {
     if let Some(prev) = &r.previous {
         text.push_str(&format!(
             "\nchanges since revision {} ({}):\n",
-            prev.seq,
-            prev.revision
+            prev.seq, prev.revision
         ));
         text.push_str(&diff(&prev.changes, paint));
     }
@@ -431,4 +446,37 @@ pub(crate) fn reject(ctx: &Ctx, args: RejectArgs) -> Result<Report, Failure> {
             serde_json::json!({ "rejected": true, "draft_id": args.draft, "by": by }),
         ))
     })?
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt;
+
+    use super::with_causes;
+
+    /// An error that names what failed and keeps why as its source, as a store failure does.
+    #[derive(Debug)]
+    struct Named(&'static str, Option<std::io::Error>);
+
+    impl fmt::Display for Named {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Named {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_ref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_printed_once() {
+        let disk = std::io::Error::other("disk full");
+        assert_eq!(
+            with_causes(&Named("store unavailable: sqlite", Some(disk))),
+            "store unavailable: sqlite: disk full"
+        );
+        assert_eq!(with_causes(&Named("sqlite", None)), "sqlite");
+    }
 }
