@@ -10,7 +10,34 @@ use countersign_canon::{LeafChange, Manifest, Revision};
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::model::Draft;
-use crate::view::{fits_manifest, manifest, manifest_of};
+use crate::view::{manifest, manifest_of, over_limit};
+
+/// What a person can be shown of a draft.
+#[derive(Debug)]
+pub enum Shown {
+    /// The whole draft: a person can read it and decide.
+    Readable(Reading),
+    /// Nothing of it: the manifest of its revision, or of the revision before, is over the
+    /// policy's limit (a draft stored under a larger limit, say). Nobody can approve what they
+    /// cannot read; it can only be rejected. Holds which limit, as a person reads it.
+    TooLarge(String),
+}
+
+impl Shown {
+    /// The reading, for a caller that has no way to show a refusal beside the draft.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` with rule `TOO_LARGE`, naming the limit.
+    pub fn readable(self) -> Result<Reading> {
+        match self {
+            Shown::Readable(reading) => Ok(reading),
+            Shown::TooLarge(message) => Err(Error::InvalidArgument {
+                rule: "TOO_LARGE",
+                message,
+            }),
+        }
+    }
+}
 
 /// What a person reads before deciding on a draft.
 #[derive(Debug)]
@@ -32,28 +59,18 @@ pub struct Previous {
     pub changes: Vec<LeafChange>,
 }
 
-/// Refuses a draft whose manifest is over the policy's limit, counted without building it (a
-/// draft stored under a larger limit, say).
-///
-/// # Errors
-/// `INVALID_ARGUMENT` with rule `TOO_LARGE`, naming the limit; `STORE_TAMPERED` for bytes that
-/// do not parse.
-pub fn within_limit(gate: &Gate, draft: &Draft) -> Result<()> {
-    fits_manifest(
-        &draft.canonical,
-        &draft.hidden,
-        &gate.policy().manifest_limits(),
-    )
-}
-
 /// The draft as a person reads it: its manifest, recomputed from the stored bytes, and the
-/// changes since the previous revision.
+/// changes since the previous revision — or, when either manifest is over the limit, which
+/// limit.
 ///
 /// # Errors
-/// `INVALID_ARGUMENT` with rule `TOO_LARGE` when either manifest is over the limit,
-/// `STORE_TAMPERED` when stored bytes do not hash to their revision, `STORE_UNAVAILABLE`.
-pub async fn read(gate: &Gate, draft: &Draft) -> Result<Reading> {
-    within_limit(gate, draft)?;
+/// `STORE_TAMPERED` when stored bytes do not parse or do not hash to their revision,
+/// `STORE_UNAVAILABLE`.
+pub async fn read(gate: &Gate, draft: &Draft) -> Result<Shown> {
+    let limits = gate.policy().manifest_limits();
+    if let Some(why) = over_limit(&draft.canonical, &draft.hidden, &limits)? {
+        return Ok(Shown::TooLarge(why));
+    }
     let current = manifest(draft)?;
     if current.revision != draft.revision {
         return Err(Error::Tampered);
@@ -61,11 +78,9 @@ pub async fn read(gate: &Gate, draft: &Draft) -> Result<Reading> {
     let revisions = gate.store().revisions(&draft.id).await?;
     let previous = match revisions.iter().rev().find(|r| r.seq + 1 == draft.seq) {
         Some(prev) => {
-            fits_manifest(
-                &prev.canonical,
-                &draft.hidden,
-                &gate.policy().manifest_limits(),
-            )?;
+            if let Some(why) = over_limit(&prev.canonical, &draft.hidden, &limits)? {
+                return Ok(Shown::TooLarge(why));
+            }
             let old = manifest_of(&prev.canonical, &draft.hidden)?;
             Some(Previous {
                 seq: prev.seq,
@@ -75,10 +90,10 @@ pub async fn read(gate: &Gate, draft: &Draft) -> Result<Reading> {
         }
         None => None,
     };
-    Ok(Reading {
+    Ok(Shown::Readable(Reading {
         manifest: current,
         previous,
-    })
+    }))
 }
 
 /// How long ago `then` was, both in Unix milliseconds, as a person reads it in a list: `12s`,

@@ -150,12 +150,27 @@ pub(crate) fn fits_manifest(
     hidden: &[String],
     limits: &ManifestLimits,
 ) -> Result<()> {
+    match over_limit(canonical, hidden, limits)? {
+        None => Ok(()),
+        Some(message) => Err(Error::InvalidArgument {
+            rule: "TOO_LARGE",
+            message,
+        }),
+    }
+}
+
+/// Which limit the manifest of `canonical` is over, if any, counted without building it.
+///
+/// # Errors
+/// `STORE_TAMPERED` for bytes that do not parse.
+pub(crate) fn over_limit(
+    canonical: &[u8],
+    hidden: &[String],
+    limits: &ManifestLimits,
+) -> Result<Option<String>> {
     let size = countersign_canon::manifest_size(canonical, &hidden_pointers(hidden))
         .map_err(|_| Error::Tampered)?;
-    limits.check(&size).map_err(|e| Error::InvalidArgument {
-        rule: "TOO_LARGE",
-        message: e.message().to_owned(),
-    })
+    Ok(limits.check(&size).err().map(|e| e.message().to_owned()))
 }
 
 /// The manifest of a draft's current revision, recomputed from the stored bytes.

@@ -4,8 +4,8 @@
 //! attributes.
 
 use countersign_canon::{LeafChange, Manifest};
-use countersign_gate::reading::{self, Reading};
-use countersign_gate::{Draft, Error};
+use countersign_gate::reading::{self, Reading, Shown};
+use countersign_gate::Draft;
 use maud::{Markup, html};
 
 use crate::Review;
@@ -208,16 +208,12 @@ fn actions(review: &Review, approvable: bool) -> Markup {
 pub(crate) async fn draft(review: &Review, person: &Person, id: &str) -> PageResult {
     let d = visible(review, person, id).await?;
     let open = d.state().is_open();
-    let (body, form, approvable) = match reading::read(&review.gate, &d).await {
-        Ok(r) => {
+    let (body, form, approvable) = match reading::read(&review.gate, &d).await? {
+        Shown::Readable(r) => {
             let form = open.then(|| crate::form::edit_form(&d, &r.manifest));
             (section(review, &d, &r), form, true)
         }
-        Err(Error::InvalidArgument {
-            rule: "TOO_LARGE",
-            message,
-        }) => (refused_section(&d, &message), None, false),
-        Err(e) => return Err(e.into()),
+        Shown::TooLarge(why) => (refused_section(&d, &why), None, false),
     };
     let main = html! {
         p { a href=(person.base) { "← all drafts" } }
@@ -253,7 +249,7 @@ pub(crate) async fn batch(review: &Review, person: &Person, query: &str) -> Page
     let mut sections = Vec::with_capacity(ids.len());
     for id in &ids {
         let d = visible(review, person, id).await?;
-        let r = reading::read(&review.gate, &d).await?;
+        let r = reading::read(&review.gate, &d).await?.readable()?;
         sections.push(section(review, &d, &r));
     }
     let main = html! {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
 use countersign_gate::policy::{Channel, Policy};
-use countersign_gate::reading::Reading;
+use countersign_gate::reading::{self, Reading, Shown};
 use countersign_gate::state::State;
 use countersign_gate::{Draft, Gate};
 use countersign_token::{Clock, SystemClock};
@@ -259,19 +259,13 @@ fn describe(d: &Draft, m: &countersign_canon::Manifest, paint: Paint) -> String 
 /// read it, so it cannot be approved; it can still be rejected).
 pub(crate) async fn checked(gate: &Gate, id: &str) -> Result<(Draft, Reading), Failure> {
     let draft = gate.draft(id).await.map_err(|e| failure(&e))?;
-    let reading = countersign_gate::reading::read(gate, &draft)
-        .await
-        .map_err(|e| match e {
-            countersign_gate::Error::InvalidArgument {
-                rule: "TOO_LARGE",
-                message,
-            } => Failure::invalid(
-                "TOO_LARGE",
-                format!("{message}; `countersign reject` refuses the draft"),
-            ),
-            e => failure(&e),
-        })?;
-    Ok((draft, reading))
+    match reading::read(gate, &draft).await.map_err(|e| failure(&e))? {
+        Shown::Readable(reading) => Ok((draft, reading)),
+        Shown::TooLarge(why) => Err(Failure::invalid(
+            "TOO_LARGE",
+            format!("{why}; `countersign reject` refuses the draft"),
+        )),
+    }
 }
 
 pub(crate) fn show(ctx: &Ctx, args: ShowArgs) -> Result<Report, Failure> {
