@@ -137,52 +137,58 @@ fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
     let (have, need) = quorum(review, d);
     let m = &r.manifest;
     let envelope = shown(&String::from_utf8_lossy(d.canonical()));
-    html! {
-        section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
-            h2 { (shown(d.action())) }
-            dl {
-                dt { "draft" } dd { code { (d.id().as_str()) } }
-                dt { "state" } dd { (d.state().name()) }
-                dt { "risk" } dd { (d.risk()) }
-                dt { "revision" } dd { (d.seq()) }
-                dt { "approvals" } dd { (have) "/" (need) }
+    let facts = html! {
+        dt { "risk" } dd { (d.risk()) }
+        dt { "revision" } dd { (d.seq()) }
+        dt { "approvals" } dd { (have) "/" (need) }
+    };
+    let body = html! {
+        @if m.flagged() {
+            p.warn {
+                "Some values hold characters a person cannot see; they are shown escaped and \
+                 flagged."
             }
-            @if m.flagged() {
-                p.warn {
-                    "Some values hold characters a person cannot see; they are shown escaped and \
-                     flagged."
-                }
-            }
-            (manifest_table(m))
-            @if let Some(prev) = &r.previous {
-                h3 {
-                    "Changes since revision " (prev.seq) " (" code { (prev.revision.to_hex()) } ")"
-                }
-                (diff(&prev.changes))
-            }
-            (crate::tool_definition::section(review.tools.as_deref(), d))
-            h3 { "Envelope" }
-            pre.envelope { (envelope) }
-            p { "revision " code.revision { (d.revision().to_hex()) } }
         }
-    }
+        (manifest_table(m))
+        @if let Some(prev) = &r.previous {
+            h3 {
+                "Changes since revision " (prev.seq) " (" code { (prev.revision.to_hex()) } ")"
+            }
+            (diff(&prev.changes))
+        }
+        (crate::tool_definition::section(review.tools.as_deref(), d))
+        h3 { "Envelope" }
+        pre.envelope { (envelope) }
+        p { "revision " code.revision { (d.revision().to_hex()) } }
+    };
+    draft_section(d, facts, body)
 }
 
 /// The part of a draft's page for a draft too large to show: what it is, why it is not shown,
 /// and nothing to approve.
 fn refused_section(d: &Draft, why: &str) -> Markup {
+    let facts = html! { dt { "revision" } dd { code { (d.revision().to_hex()) } } };
+    let body = html! {
+        p.warn id="too-large" {
+            "TOO_LARGE: this draft is not shown: " (why) ". Nobody can approve what they \
+             cannot read; it can only be rejected."
+        }
+    };
+    draft_section(d, facts, body)
+}
+
+/// A draft's section: its name, its id and state followed by `facts`, then `body`. The
+/// attributes name the draft and revision the page's script acts on.
+fn draft_section(d: &Draft, facts: Markup, body: Markup) -> Markup {
     html! {
         section.draft data-draft=(d.id().as_str()) data-revision=(d.revision().to_hex()) {
             h2 { (shown(d.action())) }
             dl {
                 dt { "draft" } dd { code { (d.id().as_str()) } }
                 dt { "state" } dd { (d.state().name()) }
-                dt { "revision" } dd { code { (d.revision().to_hex()) } }
+                (facts)
             }
-            p.warn id="too-large" {
-                "TOO_LARGE: this draft is not shown: " (why) ". Nobody can approve what they \
-                 cannot read; it can only be rejected."
-            }
+            (body)
         }
     }
 }

@@ -19,6 +19,15 @@ pub(crate) enum Mode {
     Development,
 }
 
+/// A request as the route tables see it: the call, its path, and whether it reads (GET or
+/// HEAD) or posts.
+struct Routed<'a> {
+    call: &'a Call,
+    path: Path<'a>,
+    get: bool,
+    post: bool,
+}
+
 /// A request's path under `/review`: the session key it names, if any, and the segments after.
 struct Path<'a> {
     key: Option<&'a str>,
@@ -58,9 +67,15 @@ pub(crate) async fn route(review: &Review, call: &Call) -> PageResult {
         (None, ["enroll"]) => return enroll(review, call, get, post).await,
         _ => {}
     }
+    let routed = Routed {
+        call,
+        path,
+        get,
+        post,
+    };
     match review.mode {
-        Mode::Passkeys => passkeys(review, call, &path, get, post).await,
-        Mode::Development => development(review, call, &path, get, post).await,
+        Mode::Passkeys => passkeys(review, &routed).await,
+        Mode::Development => development(review, &routed).await,
     }
 }
 
@@ -103,13 +118,13 @@ async fn shared(
 }
 
 /// People signed in with passkeys, each under their session's own path.
-async fn passkeys(
-    review: &Review,
-    call: &Call,
-    path: &Path<'_>,
-    get: bool,
-    post: bool,
-) -> PageResult {
+async fn passkeys(review: &Review, routed: &Routed<'_>) -> PageResult {
+    let Routed {
+        call,
+        ref path,
+        get,
+        post,
+    } = *routed;
     match (path.key, path.segments.as_slice()) {
         (None, ["login"]) if get => return pages::login(),
         (None, ["login", "challenge"]) if post => return api::login_challenge(review, call),
@@ -120,11 +135,7 @@ async fn passkeys(
         .key
         .and_then(|k| review.sessions.person(&call.cookies, &call.origin, k));
     let Some(person) = person else {
-        return if get {
-            Ok(sign_in_first(path.rest, &call.query, path.key.is_some()))
-        } else {
-            Err(PageError::SignInFirst)
-        };
+        return signed_out(routed, path.key.is_some());
     };
     let body = &call.body;
     match path.segments.as_slice() {
@@ -146,20 +157,16 @@ async fn passkeys(
 
 /// The development-only page: everyone is [`DEVELOPER`] at `/review`, approvals are unsigned,
 /// and there is nothing to sign in to or to sign.
-async fn development(
-    review: &Review,
-    call: &Call,
-    path: &Path<'_>,
-    get: bool,
-    post: bool,
-) -> PageResult {
+async fn development(review: &Review, routed: &Routed<'_>) -> PageResult {
+    let Routed {
+        call,
+        ref path,
+        get,
+        post,
+    } = *routed;
     if path.key.is_some() {
         // No session lives here: a session's path is sent back to sign in, like an old one.
-        return if get {
-            Ok(sign_in_first(path.rest, &call.query, true))
-        } else {
-            Err(PageError::SignInFirst)
-        };
+        return signed_out(routed, true);
     }
     let person = Person {
         name: DEVELOPER.to_owned(),
@@ -172,6 +179,16 @@ async fn development(
             api::approve_unsigned(review, &person, id, &call.body).await
         }
         segments => shared(review, &person, call, segments, get, post).await,
+    }
+}
+
+/// The answer to a request that needs a session it does not have: a read is sent to sign in
+/// (see [`sign_in_first`]), anything else is refused.
+fn signed_out(routed: &Routed<'_>, stale: bool) -> PageResult {
+    if routed.get {
+        Ok(sign_in_first(routed.path.rest, &routed.call.query, stale))
+    } else {
+        Err(PageError::SignInFirst)
     }
 }
 
