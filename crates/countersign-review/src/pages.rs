@@ -4,8 +4,8 @@
 //! attributes.
 
 use countersign_canon::{LeafChange, Manifest};
-use countersign_gate::reading::{self, Reading, Shown};
 use countersign_gate::Draft;
+use countersign_gate::reading::{self, Reading, Shown};
 use maud::{Markup, html};
 
 use crate::Review;

@@ -147,7 +147,7 @@ pub(crate) fn shown(text: &str) -> String {
 }
 
 fn age(created_at: i64) -> String {
-    countersign_gate::reading::age_text(created_at, SystemClock.now_ms())
+    reading::age_text(created_at, SystemClock.now_ms())
 }
 
 pub(crate) fn os_user() -> String {
