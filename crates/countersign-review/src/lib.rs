@@ -97,7 +97,7 @@ pub use crate::enroll::link::{LINK_TTL, Link, Links, Origin, mint};
 pub use crate::enroll::{Enrollment, approvers_line};
 pub use crate::error::{PageError, PageResult};
 pub use crate::listen::limits::ConnectionLimits;
-pub use crate::listen::serve;
+pub use crate::listen::{HttpBody, HttpService, serve};
 pub use crate::respond::Body;
 use crate::routes::Mode;
 pub use crate::serve::{LoopbackServer, OVERLOADED};

@@ -119,12 +119,8 @@ async fn shared(
 
 /// People signed in with passkeys, each under their session's own path.
 async fn passkeys(review: &Review, routed: &Routed<'_>) -> PageResult {
-    let Routed {
-        call,
-        ref path,
-        get,
-        post,
-    } = *routed;
+    let (call, path) = (routed.call, &routed.path);
+    let (get, post) = (routed.get, routed.post);
     match (path.key, path.segments.as_slice()) {
         (None, ["login"]) if get => return pages::login(),
         (None, ["login", "challenge"]) if post => return api::login_challenge(review, call),
@@ -158,12 +154,8 @@ async fn passkeys(review: &Review, routed: &Routed<'_>) -> PageResult {
 /// The development-only page: everyone is [`DEVELOPER`] at `/review`, approvals are unsigned,
 /// and there is nothing to sign in to or to sign.
 async fn development(review: &Review, routed: &Routed<'_>) -> PageResult {
-    let Routed {
-        call,
-        ref path,
-        get,
-        post,
-    } = *routed;
+    let (call, path) = (routed.call, &routed.path);
+    let (get, post) = (routed.get, routed.post);
     if path.key.is_some() {
         // No session lives here: a session's path is sent back to sign in, like an old one.
         return signed_out(routed, true);

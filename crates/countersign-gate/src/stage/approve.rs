@@ -14,7 +14,7 @@ use crate::approval::{Approvers, Evidence, Kind, Signature, allowed};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
-use crate::model::DraftId;
+use crate::model::{Draft, DraftId};
 use crate::policy::{Channel, Policy};
 use crate::state::{Approval, State};
 use crate::store::{Commit, Snapshot};
@@ -127,23 +127,27 @@ impl Gate {
         approvers: &Approvers,
     ) -> Result<()> {
         let draft = self.store.draft(id).await?.ok_or(Error::NotFound)?;
-        if !draft.is_intact() {
-            return Err(Error::Tampered);
-        }
-        if draft.revision != *revision {
-            return Err(Error::StaleRevision);
-        }
-        match &draft.state {
-            State::Proposed(_) | State::Approved(_) => {}
-            State::Rejected(_) => return Err(Error::ApprovalRejected),
-            other => {
-                return Err(Error::DraftNotEditable {
-                    state: other.name(),
-                });
-            }
-        }
+        approvable(&draft, *revision)?;
         let tool = self.policy.lookup(&draft.action)?;
         allowed(Some(approvers), tool, &draft, name)
+    }
+}
+
+/// Whether `draft` can take an approval of `revision` at all: its bytes intact, the revision its
+/// current one, and a state that still waits for (or gathers) approvals.
+fn approvable(draft: &Draft, revision: Revision) -> Result<()> {
+    if !draft.is_intact() {
+        return Err(Error::Tampered);
+    }
+    if draft.revision != revision {
+        return Err(Error::StaleRevision);
+    }
+    match &draft.state {
+        State::Proposed(_) | State::Approved(_) => Ok(()),
+        State::Rejected(_) => Err(Error::ApprovalRejected),
+        other => Err(Error::DraftNotEditable {
+            state: other.name(),
+        }),
     }
 }
 
@@ -168,20 +172,8 @@ pub(crate) fn decide_approve(
     let Some(mut draft) = snap.draft else {
         return refuse(Error::NotFound);
     };
-    if !draft.is_intact() {
-        return refuse(Error::Tampered);
-    }
-    if draft.revision != revision {
-        return refuse(Error::StaleRevision);
-    }
-    match &draft.state {
-        State::Proposed(_) | State::Approved(_) => {}
-        State::Rejected(_) => return refuse(Error::ApprovalRejected),
-        other => {
-            return refuse(Error::DraftNotEditable {
-                state: other.name(),
-            });
-        }
+    if let Err(e) = approvable(&draft, revision) {
+        return refuse(e);
     }
     let tool = match policy.lookup(&draft.action) {
         Ok(t) => t,

@@ -28,10 +28,45 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tower_service::Service;
 
 use self::limits::ConnectionLimits;
 use self::registry::{Admitted, Conn, Registry};
 use crate::Peer;
+
+/// What the accept loop can serve: a cloneable tower service that answers every HTTP request
+/// (errors are answers, so it never fails) and can move between tasks, as hyper's connections do.
+pub trait HttpService<B>:
+    Service<Req, Response = Response<B>, Error = Infallible, Future: Send> + Clone + Send + 'static
+{
+}
+
+impl<S, B> HttpService<B> for S where
+    S: Service<Req, Response = Response<B>, Error = Infallible, Future: Send>
+        + Clone
+        + Send
+        + 'static
+{
+}
+
+type Req = Request<Incoming>;
+
+/// A response body hyper can write from any task.
+pub trait HttpBody:
+    http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<B> HttpBody for B where
+    B: http_body::Body<Data: Send, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + Unpin
+        + 'static
+{
+}
 
 /// How long the accept loop rests after a failed accept (out of descriptors, say) before trying
 /// again, so it does not spin.
@@ -51,14 +86,8 @@ pub async fn serve<S, B>(
     limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
 ) where
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    B: http_body::Body + Send + Unpin + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     let registry = Registry::new(limits);
     let connections = TaskTracker::new();
@@ -128,14 +157,8 @@ async fn serve_one<S, B>(
     limits: ConnectionLimits,
     stopping: CancellationToken,
 ) where
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-    B: http_body::Body + Send + Unpin + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    S: HttpService<B>,
+    B: HttpBody,
 {
     let conn = admitted.conn().clone();
     // The review page limits sign-in challenges per peer.
@@ -265,11 +288,10 @@ type Answer<B> =
 
 impl<S, B> hyper::service::Service<Request<Incoming>> for Tracking<S>
 where
-    S: tower_service::Service<Request<Incoming>, Response = Response<B>, Error = Infallible>
+    S: Service<Req, Response = Response<B>, Error = Infallible, Future: Send + 'static>
         + Clone
         + Send
         + 'static,
-    S::Future: Send + 'static,
     B: 'static,
 {
     type Response = Response<Holding<B, InProgress>>;
@@ -339,7 +361,7 @@ mod tests {
         release: CancellationToken,
     }
 
-    impl tower_service::Service<Request<Incoming>> for Stalled {
+    impl Service<Request<Incoming>> for Stalled {
         type Response = Response<Empty<Bytes>>;
         type Error = Infallible;
         type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
