@@ -48,6 +48,10 @@ struct Cli {
     /// Policy file (default: `$COUNTERSIGN_HOME/countersign.toml` when it exists).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Cedar rules that decide each call of a `rules`-mode tool (default: `countersign.cedar`
+    /// beside the policy file, when it exists).
+    #[arg(long, env = "COUNTERSIGN_RULES", value_name = "FILE")]
+    rules: Option<PathBuf>,
     /// Keyring file for confirmation tokens.
     #[arg(long, env = "COUNTERSIGN_KEYS")]
     keys: Option<PathBuf>,
@@ -181,6 +185,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         store: cli.store,
         ledger: cli.ledger,
         config: cli.config,
+        rules: cli.rules,
         keys: cli.keys,
         approvers: cli.approvers,
         hosted: http.is_some(),

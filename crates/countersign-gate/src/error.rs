@@ -39,6 +39,14 @@ pub enum Error {
         /// Why (mode deny, no entry, wrong approval channel).
         why: &'static str,
     },
+    /// The rules file refuses this call (`POLICY_DENIED`, naming the rule).
+    #[error("policy denies this call of {tool}: {denial}")]
+    RuleDenied {
+        /// The tool name.
+        tool: String,
+        /// Which rule, and why.
+        denial: crate::policy::rules::Denial,
+    },
     /// No such draft.
     #[error("no such draft")]
     NotFound,
@@ -242,7 +250,7 @@ impl Error {
         match self {
             Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
             Error::PrivacyBlocked { .. } => ErrorCode::PrivacyBlocked,
-            Error::PolicyDenied { .. } => ErrorCode::PolicyDenied,
+            Error::PolicyDenied { .. } | Error::RuleDenied { .. } => ErrorCode::PolicyDenied,
             Error::NotFound => ErrorCode::NotFound,
             Error::ApprovalRequired => ErrorCode::ApprovalRequired,
             Error::ApprovalRejected => ErrorCode::ApprovalRejected,

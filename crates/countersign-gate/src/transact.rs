@@ -116,6 +116,11 @@ impl Gate {
         if let Error::PrivacyBlocked { kind, pointer } = &e {
             event = event.text("kind", kind.as_str()).text("pointer", pointer);
         }
+        if let Error::RuleDenied { denial, .. } = &e
+            && let Some(rule) = denial.rule()
+        {
+            event = event.text("rule", rule);
+        }
         self.audit_refusal(event, e.code(), principal).await;
         Err(e)
     }

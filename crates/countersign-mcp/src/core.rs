@@ -11,9 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
+use countersign_gate::policy::rules::Rules;
 use countersign_gate::policy::{Mode, Policy};
 use countersign_gate::store::{GateStore, MemoryStore};
-use countersign_gate::{Gate, Proposal};
+use countersign_gate::{Decided, Gate, Proposal, RuledCall};
 
 use countersign_gate::approval::Approvers;
 use countersign_replay::{Ledger, StoreUrl};
@@ -42,6 +43,11 @@ pub enum Plan {
     },
     /// Refused.
     Deny,
+    /// Each call is decided by the rules file: run now, a draft a person approves, or refused.
+    Rules {
+        /// The risk class name.
+        risk: String,
+    },
 }
 
 impl Plan {
@@ -52,6 +58,7 @@ impl Plan {
             Plan::Approval { risk } => Some((Marking::Approval, risk)),
             Plan::Confirm { risk } => Some((Marking::Confirm, risk)),
             Plan::Deny => Some((Marking::Deny, "write")),
+            Plan::Rules { risk } => Some((Marking::Rules, risk)),
         }
     }
 }
@@ -82,12 +89,12 @@ impl Countersign {
     ///
     /// # Errors
     /// `CONFIG_INVALID` when the policy does not parse.
-    pub fn new(
+    pub fn new<'a>(
         store: Arc<dyn GateStore>,
-        policy: Option<&str>,
+        policy: impl Into<PolicyText<'a>>,
         confirm: Option<Confirmer>,
     ) -> Result<Self> {
-        let (written, effective) = policies(policy, false)?;
+        let (written, effective) = policies(policy.into(), false)?;
         let gate = Gate::new(store, Arc::new(effective));
         Ok(Countersign::assemble(Arc::new(gate), written, confirm))
     }
@@ -97,9 +104,9 @@ impl Countersign {
     ///
     /// # Errors
     /// `CONFIG_INVALID` when the policy does not parse, `STORE_UNAVAILABLE`.
-    pub async fn open(
+    pub async fn open<'a>(
         url: &StoreUrl,
-        policy: Option<&str>,
+        policy: impl Into<PolicyText<'a>>,
         confirm: Option<Confirmer>,
     ) -> Result<Self> {
         Self::open_signed(url, policy, confirm, None).await
@@ -110,13 +117,13 @@ impl Countersign {
     ///
     /// # Errors
     /// As [`Countersign::open`].
-    pub async fn open_signed(
+    pub async fn open_signed<'a>(
         url: &StoreUrl,
-        policy: Option<&str>,
+        policy: impl Into<PolicyText<'a>>,
         confirm: Option<Confirmer>,
         signers: Option<(Arc<Approvers>, Ledger)>,
     ) -> Result<Self> {
-        let (written, effective) = policies(policy, signers.is_some())?;
+        let (written, effective) = policies(policy.into(), signers.is_some())?;
         let mut gate = countersign_gate::open(url, Arc::new(effective)).await?;
         if let Some((approvers, ledger)) = signers {
             gate = gate.with_approvers(approvers).with_ledger(ledger);
@@ -226,6 +233,9 @@ impl Countersign {
                     risk: p.risk.as_str().to_owned(),
                 },
                 Mode::Deny => Plan::Deny,
+                Mode::Rules => Plan::Rules {
+                    risk: p.risk.as_str().to_owned(),
+                },
             },
             None if is_read_only(tool) => Plan::Pass,
             None => Plan::Approval {
@@ -286,6 +296,45 @@ impl Countersign {
     }
 }
 
+impl Countersign {
+    /// Hands a call of a `rules`-mode tool to the rules file: [`Decided::Run`] with the
+    /// arguments to run, or [`Decided::Ask`] with the draft a person must approve (announced to
+    /// the policy's `notify` URL as any new draft is).
+    ///
+    /// # Errors
+    /// The gate's refusals (`POLICY_DENIED` naming the rule, `INVALID_ARGUMENT`,
+    /// `PRIVACY_BLOCKED`, `QUOTA_EXCEEDED`, `STORE_UNAVAILABLE`).
+    pub async fn decide(
+        &self,
+        tool: &Tool,
+        args: &Map<String, Value>,
+        principal: Principal,
+    ) -> Result<Decided> {
+        let bytes = serde_json::to_vec(args)
+            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
+        let schema = Value::Object(tool.input_schema.as_ref().clone());
+        let decided = self
+            .gate
+            .decide(RuledCall {
+                proposal: Proposal {
+                    action: &tool.name,
+                    args: &bytes,
+                    tool: self.tool_digests.digest(tool)?,
+                    principal,
+                },
+                schema: Some(&schema),
+            })
+            .await?;
+        if let Decided::Ask { draft, .. } = &decided
+            && let Ok(policy) = self.gate.policy().lookup(draft.action())
+            && let Some(url) = &policy.notify
+        {
+            self.notifier.announce(url, draft);
+        }
+        Ok(decided)
+    }
+}
+
 /// Approvals counted so far and needed, when the tool's policy names a quorum.
 pub(crate) fn quorum(gate: &Gate, draft: &countersign_gate::Draft) -> Option<(u32, u32)> {
     let need = gate.policy().lookup(draft.action()).ok()?.quorum?;
@@ -333,13 +382,50 @@ pub(crate) fn envelope_text(draft: &countersign_gate::Draft) -> String {
     String::from_utf8_lossy(draft.canonical()).into_owned()
 }
 
+/// The texts a policy is read from: the policy file (`None`: no file) and the rules file that
+/// decides `rules`-mode tools (`None`: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PolicyText<'a> {
+    /// The policy file's text (`countersign.toml`).
+    pub toml: Option<&'a str>,
+    /// The rules file's text (`countersign.cedar`).
+    pub rules: Option<&'a str>,
+}
+
+impl<'a> From<Option<&'a str>> for PolicyText<'a> {
+    /// A policy file without rules.
+    fn from(toml: Option<&'a str>) -> Self {
+        PolicyText { toml, rules: None }
+    }
+}
+
 /// The policy as written (`None`: no file) and the policy in force, checked for whether approvals
-/// are `signed`.
-fn policies(policy: Option<&str>, signed: bool) -> Result<(Option<Policy>, Policy)> {
-    let written = policy.map(Policy::from_toml).transpose()?;
-    let effective = Policy::applied(policy)?;
+/// are `signed` and for rules wherever a tool needs them.
+fn policies(policy: PolicyText<'_>, signed: bool) -> Result<(Option<Policy>, Policy)> {
+    let rules = policy.rules.map(Rules::parse).transpose()?;
+    let with_rules = |p: Policy| match &rules {
+        Some(r) => p.with_rules(r.clone()),
+        None => p,
+    };
+    let written = policy
+        .toml
+        .map(Policy::from_toml)
+        .transpose()?
+        .map(with_rules);
+    let effective = with_rules(Policy::applied(policy.toml)?);
     effective.check_signing(signed)?;
+    effective.check_rules()?;
     Ok((written, effective))
+}
+
+/// Reads the rules file: `explicit` (`--rules`, `COUNTERSIGN_RULES`), else `countersign.cedar`
+/// beside the policy file at `policy`, when it exists.
+///
+/// # Errors
+/// `CONFIG_INVALID` when a named file cannot be read.
+pub fn read_rules(explicit: Option<&Path>, policy: &Path) -> Result<Option<String>> {
+    let beside = policy.with_file_name("countersign.cedar");
+    read_policy(explicit, &beside)
 }
 
 /// Reads a policy file: `None` when `path` is `None` and the default file does not exist.

@@ -27,6 +27,7 @@ use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
 use crate::tool_definition::decorate;
+use countersign_gate::Decided;
 
 /// A server handler with the gate in front of its tools.
 pub struct Gated<H> {
@@ -227,6 +228,15 @@ impl<H: ServerHandler> Gated<H> {
                             }
                         }
                     }
+                    Plan::Rules { .. } => {
+                        // Decided on the definition offered now, as a draft would be bound to it.
+                        let Some(tool) = self.tool(name, true, &context).await? else {
+                            return Err(unknown_tool(name));
+                        };
+                        crate::schema::check(&tool.input_schema, args)?;
+                        let decided = Box::pin(self.core.decide(&tool, args, principal)).await?;
+                        return self.ruled(decided, request, context).await;
+                    }
                     Plan::Confirm { risk } => {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
@@ -257,6 +267,33 @@ impl<H: ServerHandler> Gated<H> {
                 retryable,
             }
         })
+    }
+
+    /// Carries out the rules' decision: a cleared call runs now with the canonical arguments
+    /// the rules decided on, never the caller's copy; an asked one answers `APPROVAL_REQUIRED`.
+    async fn ruled(
+        &self,
+        decided: Decided,
+        mut request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse> {
+        match decided {
+            Decided::Run(cleared) => {
+                request.arguments = match cleared.args().to_json() {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                };
+                self.pass(request, context).await
+            }
+            Decided::Ask { draft, ask } => {
+                let why = format!(
+                    "the rules ({}) ask a person to approve this exact revision before it runs",
+                    ask.asking.join(", ")
+                );
+                let quorum = crate::core::quorum(self.core.gate(), &draft);
+                Ok(crate::core::approval_required(&draft, &why, quorum)?.into())
+            }
+        }
     }
 
     async fn confirm(

@@ -79,7 +79,9 @@ mod transport;
 mod upkeep;
 
 pub use crate::confirm::Confirmer;
-pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, read_policy};
+pub use crate::core::{
+    Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, PolicyText, read_policy, read_rules,
+};
 pub use crate::countersign_tools::{EXECUTE, LIST, REVISE, STATUS};
 pub use crate::error::{Error, ErrorCode, Result, ShownDraft};
 pub use crate::gated::{Gated, principal};

@@ -46,7 +46,7 @@ fn widened(own: &JsonObject, marking: Option<Marking>) -> JsonObject {
     }
     let mut branches = vec![Value::Object(own), refusal_shape()];
     match marking {
-        Some(Marking::Approval) => branches.push(execution_shape()),
+        Some(Marking::Approval | Marking::Rules) => branches.push(execution_shape()),
         Some(Marking::Confirm) => branches.push(dry_run_shape()),
         Some(Marking::Deny) | None => {}
     }

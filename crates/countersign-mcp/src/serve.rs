@@ -13,7 +13,7 @@ use countersign_token::TokenConfig;
 use rmcp::{ServerHandler, ServiceExt};
 
 use crate::confirm::Confirmer;
-use crate::core::{Countersign, read_policy};
+use crate::core::{Countersign, PolicyText, read_policy, read_rules};
 use crate::error::{Error, Result};
 use crate::transport::GuardedTransport;
 
@@ -27,6 +27,9 @@ pub struct Options {
     pub ledger: Option<String>,
     /// `--config FILE` (else `$HOME_FOLDER/countersign.toml` when it exists).
     pub config: Option<PathBuf>,
+    /// `--rules FILE` (else `COUNTERSIGN_RULES`, else `countersign.cedar` beside the policy
+    /// file when it exists): the Cedar rules that decide `rules`-mode tools.
+    pub rules: Option<PathBuf>,
     /// `--keys FILE` (else `COUNTERSIGN_KEYS`, `COUNTERSIGN_TOKEN_SECRET`, or an ephemeral key).
     pub keys: Option<PathBuf>,
     /// `--approvers FILE` (else `COUNTERSIGN_APPROVERS`): who may approve, with their keys.
@@ -59,6 +62,10 @@ impl Options {
         let url = StoreUrl::from_option(self.store.as_deref()).map_err(|e| config(&e))?;
         let default_policy = default_policy_path()?;
         let policy = read_policy(self.config.as_deref(), &default_policy)?;
+        let rules = read_rules(
+            self.rules.as_deref(),
+            self.config.as_deref().unwrap_or(&default_policy),
+        )?;
         let ledger_url = match self.ledger.as_deref() {
             Some(l) => StoreUrl::parse(l).map_err(|e| config(&e))?,
             None => url.clone(),
@@ -83,7 +90,10 @@ impl Options {
             None => None,
         };
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
-        let policy = policy.as_deref().or(fallback);
+        let policy = PolicyText {
+            toml: policy.as_deref().or(fallback),
+            rules: rules.as_deref(),
+        };
         let core = Countersign::open_signed(&url, policy, Some(confirmer), signers).await?;
         match &self.review_url {
             Some(base) => core.with_review_url(base),

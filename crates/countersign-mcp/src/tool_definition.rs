@@ -123,6 +123,8 @@ pub enum Marking {
     Confirm,
     /// The tool is denied by policy.
     Deny,
+    /// Each call is decided by the rules file: it runs now, waits for a person, or is refused.
+    Rules,
 }
 
 /// The suffix added to the description of a gated tool.
@@ -135,6 +137,9 @@ pub(crate) fn suffix(marking: Marking) -> &'static str {
             " [countersign: needs confirmation. Call with dry_run: true first, then again with the confirmation_token it returns.]"
         }
         Marking::Deny => " [countersign: denied by policy; calls are refused.]",
+        Marking::Rules => {
+            " [countersign: each call is decided by rules: it runs now, is refused, or returns APPROVAL_REQUIRED with a draft_id and revision; after a person approves, run it with countersign_execute.]"
+        }
     }
 }
 
@@ -152,6 +157,7 @@ pub(crate) fn decorate(tool: &Tool, marking: Marking, risk: &str) -> Tool {
         Marking::Approval => "approval",
         Marking::Confirm => "confirm",
         Marking::Deny => "deny",
+        Marking::Rules => "rules",
     };
     let mut meta = listed.meta.clone().unwrap_or_default();
     meta.0.insert(

@@ -163,9 +163,13 @@ async fn layer(approval: &str, keys: bool, timeout: Duration) -> Arc<Countersign
     } else {
         None
     };
-    let core = Countersign::new(Arc::new(MemoryStore::new()), Some(&policy), confirmer)
-        .expect("layer")
-        .with_elicitation_timeout(timeout);
+    let core = Countersign::new(
+        Arc::new(MemoryStore::new()),
+        Some(policy.as_str()),
+        confirmer,
+    )
+    .expect("layer")
+    .with_elicitation_timeout(timeout);
     Arc::new(core)
 }
 

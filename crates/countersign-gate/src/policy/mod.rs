@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_canon::ManifestLimits;
@@ -19,6 +20,7 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use fields::FieldRule;
 use glob::glob_match;
+use rules::Rules;
 
 mod applied;
 mod approver_rules;
@@ -26,6 +28,7 @@ pub mod fields;
 mod glob;
 mod parse;
 pub mod quota;
+pub mod rules;
 
 pub use approver_rules::ApproverRule;
 pub use countersign_token::RiskClass as Risk;
@@ -43,6 +46,17 @@ pub enum Mode {
     Pass,
     /// Never runs.
     Deny,
+    /// Each call is decided by the rules file: run now, ask a person, or deny ([`rules`]).
+    Rules,
+}
+
+impl Mode {
+    /// Whether a call may become a draft a person approves: always in `approval` mode, and
+    /// whenever the rules ask in `rules` mode.
+    #[must_use]
+    pub fn drafts(self) -> bool {
+        matches!(self, Mode::Approval | Mode::Rules)
+    }
 }
 
 /// Where a person may approve.
@@ -189,9 +203,48 @@ pub struct Policy {
     limits: quota::Limits,
     /// The largest manifest a person is asked to read (`[manifest]`).
     manifest: ManifestLimits,
+    /// The rules file that decides calls of `rules`-mode tools, when one is loaded.
+    rules: Option<Arc<Rules>>,
 }
 
 impl Policy {
+    /// The policy with `rules` deciding the calls of its `rules`-mode tools.
+    #[must_use]
+    pub fn with_rules(mut self, rules: Rules) -> Self {
+        self.rules = Some(Arc::new(rules));
+        self
+    }
+
+    /// The rules file in force, if one is loaded.
+    #[must_use]
+    pub fn rules(&self) -> Option<&Rules> {
+        self.rules.as_deref()
+    }
+
+    /// Whether any tool (or `[defaults]`) is in `rules` mode.
+    #[must_use]
+    pub fn uses_rules(&self) -> bool {
+        self.exact
+            .values()
+            .chain(self.globs.iter().map(|e| &e.policy))
+            .chain(&self.fallback)
+            .any(|p| p.mode == Mode::Rules)
+    }
+
+    /// Refuses a policy that puts a tool in `rules` mode without a rules file: its calls could
+    /// only be denied, which a deployer would not mean.
+    ///
+    /// # Errors
+    /// [`Error::Config`].
+    pub fn check_rules(&self) -> Result<()> {
+        if self.uses_rules() && self.rules.is_none() {
+            return Err(Error::Config(
+                "a tool is in mode \"rules\" but no rules file is loaded (--rules FILE, COUNTERSIGN_RULES, or countersign.cedar beside the policy)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// The per-principal ceilings and the retention period.
     #[must_use]
     pub fn limits(&self) -> &quota::Limits {

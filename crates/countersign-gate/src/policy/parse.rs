@@ -202,6 +202,7 @@ impl Policy {
             rated,
             limits,
             manifest: manifest_limits(raw.manifest)?,
+            rules: None,
         };
         // As if an approvers file were configured: only an explicit `signed = false` fails here.
         policy.check_signing(true)?;

@@ -61,7 +61,7 @@ impl Rule {
             .lookup(action)
             .map_err(|e| fail("policy", e.to_string()))?;
         let mode = match tool.mode {
-            Mode::Approval => None,
+            Mode::Approval | Mode::Rules => None,
             Mode::Confirm => Some("confirm"),
             Mode::Pass => Some("pass"),
             Mode::Deny => Some("deny"),

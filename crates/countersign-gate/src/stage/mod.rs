@@ -1,4 +1,5 @@
-//! What the gate does to a draft, one module per stage: [`propose`], [`revise`], [`approve`],
+//! What the gate does to a draft, one module per stage: [`propose`] (and [`decide`], a call the
+//! rules file decides), [`revise`], [`approve`],
 //! [`reject`], [`execute`], [`resolve`].
 //!
 //! Each module holds the `Gate` method a caller uses and, beside it, the pure decision that
@@ -8,6 +9,7 @@
 //! statement passes before approve or resolve writes anything.
 
 pub(crate) mod approve;
+pub(crate) mod decide;
 pub(crate) mod execute;
 pub(crate) mod propose;
 pub(crate) mod reject;

@@ -17,6 +17,15 @@ use crate::state::State;
 use crate::store::{Commit, QuotaKeys, Snapshot, TxKeys};
 use crate::view::scan_value;
 
+/// Which stage asks for a tool's draft policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DraftStage {
+    /// A new draft.
+    Propose,
+    /// A new revision of an existing draft.
+    Revise,
+}
+
 /// A proposed action, as the agent side hands it over.
 #[derive(Debug, Clone)]
 pub struct Proposal<'a> {
@@ -55,15 +64,21 @@ impl Gate {
         Ok(value)
     }
 
-    pub(super) fn gated_policy(&self, action: &str) -> Result<&ToolPolicy> {
+    /// The policy of a tool whose calls become drafts. A `rules`-mode tool's calls are decided
+    /// by [`Gate::decide`], which alone makes their drafts; an existing one may be revised.
+    pub(super) fn gated_policy(&self, action: &str, stage: DraftStage) -> Result<&ToolPolicy> {
         let tool = self.policy.lookup(action)?;
-        match tool.mode {
-            Mode::Approval => Ok(tool),
-            Mode::Deny => Err(Error::PolicyDenied {
+        match (tool.mode, stage) {
+            (Mode::Approval, _) | (Mode::Rules, DraftStage::Revise) => Ok(tool),
+            (Mode::Rules, DraftStage::Propose) => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "this tool's calls are decided by the rules file",
+            }),
+            (Mode::Deny, _) => Err(Error::PolicyDenied {
                 tool: action.to_owned(),
                 why: "the policy denies this tool",
             }),
-            Mode::Confirm | Mode::Pass => Err(Error::PolicyDenied {
+            (Mode::Confirm | Mode::Pass, _) => Err(Error::PolicyDenied {
                 tool: action.to_owned(),
                 why: "this tool is not in approval mode",
             }),
@@ -80,12 +95,25 @@ impl Gate {
         let now = self.now();
         let event = AuditEvent::new("propose", now).text("action", p.action);
         let prepared = self
-            .gated_policy(p.action)
+            .gated_policy(p.action, DraftStage::Propose)
             .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));
         let (tool, args) = match prepared {
             Ok(ok) => ok,
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
+        self.open_draft(p, tool, args, event, now).await
+    }
+
+    /// Stores a new draft of normalized `args` for a person to approve, within the principal's
+    /// quota; `event` is the audit record begun for the call (the refusal is audited on it).
+    pub(super) async fn open_draft(
+        &self,
+        p: Proposal<'_>,
+        tool: &ToolPolicy,
+        args: Value,
+        event: AuditEvent,
+        now: i64,
+    ) -> Result<Draft> {
         let envelope = Envelope {
             action: p.action.to_owned(),
             args,

@@ -7,6 +7,7 @@
 
 use countersign_canon::{Envelope, Revision};
 
+use super::propose::DraftStage;
 use crate::approval::entitled;
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
@@ -55,7 +56,7 @@ impl Gate {
             event = event.text("editor", editor);
         }
         let prepared = self
-            .gated_policy(&current.action)
+            .gated_policy(&current.action, DraftStage::Revise)
             .and_then(|tool| {
                 if let Some(editor) = editor {
                     entitled(self.approvers.as_deref(), tool, &current, editor)?;
