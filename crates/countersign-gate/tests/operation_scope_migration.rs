@@ -105,6 +105,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
          DROP TABLE gate_operations;
          ALTER TABLE ops_v2 RENAME TO gate_operations;
          DROP TABLE gate_quota;
+         DROP TABLE gate_budget;
          DROP INDEX gate_drafts_principal;
          DROP INDEX gate_drafts_open;
          ALTER TABLE gate_drafts DROP COLUMN editor;
@@ -123,7 +124,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
-    assert_eq!(versions, vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6]);
     after_upgrade(store, &action, &a, &b).await;
 }
 

@@ -7,9 +7,11 @@ use std::sync::{Arc, Barrier};
 
 use countersign_gate::audit::Anchor;
 use countersign_gate::policy::Policy;
-use countersign_gate::store::{GateStore, SqliteStore};
+use countersign_gate::store::{BudgetKey, GateStore, SqliteStore, TxKeys};
 use countersign_gate::{Draft, Gate};
-use countersign_testkit::gate::{CountingAction, ManualClock, POLICY, approved, propose};
+use countersign_testkit::gate::{
+    CountingAction, ManualClock, POLICY, approved, budget_totals, propose,
+};
 
 const T0: i64 = 1_764_000_000_000;
 
@@ -168,6 +170,17 @@ fn versions(db: &Path) -> Vec<i64> {
         .expect("rows")
 }
 
+/// How `table` was created, if it exists.
+fn table_sql(db: &Path, table: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(db).expect("open");
+    conn.query_row(
+        "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+        [table],
+        |r| r.get(0),
+    )
+    .ok()
+}
+
 /// A v1 file of the history above, and what the store it came from read back.
 async fn v1_file(dir: &Path) -> (std::path::PathBuf, Contents) {
     let src = dir.join("src.db");
@@ -192,7 +205,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -244,7 +257,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -308,7 +321,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -336,7 +349,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -353,21 +366,15 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
-    let conn = rusqlite::Connection::open(&db).expect("open");
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
     for table in [
         "gate_revisions",
         "gate_operations",
         "gate_rate",
         "gate_passkey_counters",
+        "gate_budget",
     ] {
-        let sql: String = conn
-            .query_row(
-                "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-                [table],
-                |r| r.get(0),
-            )
-            .expect("table");
+        let sql = table_sql(&db, table).expect("table");
         assert!(sql.ends_with("WITHOUT ROWID"), "{table}: {sql}");
     }
 }
@@ -388,14 +395,15 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     conn.execute_batch(
         "ALTER TABLE gate_drafts DROP COLUMN editor;
          ALTER TABLE gate_revisions DROP COLUMN editor;
-         DELETE FROM gate_schema_version WHERE version = 5;",
+         DROP TABLE gate_budget;
+         DELETE FROM gate_schema_version WHERE version >= 5;",
     )
     .expect("back to v4");
     drop(conn);
     assert_eq!(versions(&db), vec![1, 2, 3, 4]);
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
     let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), None);
     assert_eq!(read.proposer(), None, "the agent proposed it");
@@ -418,4 +426,79 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     let history = again.revisions(d.id()).await.expect("revisions");
     let editors: Vec<_> = history.iter().map(|r| r.editor()).collect();
     assert_eq!(editors, [None, Some("alice")]);
+}
+
+/// A v5 file (before budgets) gains the budget table: its rows stay, and a budget's total is
+/// read from one range of the table's key.
+#[tokio::test]
+async fn a_v5_file_gains_the_budget_table() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = dir.path().join("countersign.db");
+    let store = Arc::new(SqliteStore::open(&db).expect("open"));
+    let g = gate(
+        store.clone(),
+        &dir.path().join("countersign.anchor"),
+        ManualClock::at(T0),
+    );
+    let d = propose(&g, "publish_post", r#"{"title":"before budgets"}"#).await;
+    drop(g);
+    drop(store);
+    // Back to v5: no budget table, version 6 not recorded.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    conn.execute_batch(
+        "DROP TABLE gate_budget;
+         DELETE FROM gate_schema_version WHERE version = 6;",
+    )
+    .expect("back to v5");
+    drop(conn);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5]);
+    assert_eq!(table_sql(&db, "gate_budget"), None);
+
+    let store = SqliteStore::open(&db).expect("open v5 file");
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
+    let sql = table_sql(&db, "gate_budget").expect("the budget table");
+    assert!(sql.contains("PRIMARY KEY (name, scope, at)"), "{sql}");
+    assert!(sql.ends_with("WITHOUT ROWID"), "{sql}");
+    // The rows of v5 are still there.
+    let read = store.draft(d.id()).await.expect("read").expect("draft");
+    assert_eq!(read.revision(), d.revision());
+
+    // A transaction totals a budget from the new table, with the draft it read.
+    let ask = |draft: Option<&Draft>| {
+        vec![BudgetKey {
+            name: "spend".into(),
+            scope: format!("tenant:{}", draft.map_or("none", |d| d.action())),
+            since: T0,
+        }]
+    };
+    let keys = TxKeys {
+        draft: Some(d.id().clone()),
+        budgets: Some(&ask),
+        ..TxKeys::default()
+    };
+    assert_eq!(budget_totals(&store, &keys).await, [0]);
+
+    // The total is one range of the table's key, never a scan of the table.
+    let conn = rusqlite::Connection::open(&db).expect("open");
+    let plan: Vec<String> = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN
+             SELECT amount FROM gate_budget WHERE name = ?1 AND scope = ?2 AND at >= ?3",
+        )
+        .expect("prepare")
+        .query_map(["spend", "tenant:x", "0"], |r| r.get(3))
+        .expect("plan")
+        .collect::<rusqlite::Result<_>>()
+        .expect("rows");
+    assert!(
+        plan.iter()
+            .any(|p| p
+                .contains("SEARCH gate_budget USING PRIMARY KEY (name=? AND scope=? AND at>?)")),
+        "{plan:?}"
+    );
+
+    // Opening again migrates nothing more.
+    drop(store);
+    drop(SqliteStore::open(&db).expect("reopen"));
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
 }

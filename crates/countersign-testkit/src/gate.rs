@@ -11,12 +11,14 @@ use countersign_gate::store::GateStore;
 use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, Draft, Gate, Proposal};
 use countersign_token::Clock;
 
+mod budgets;
 mod flows;
 mod people;
 mod races;
 mod recording;
 mod tenancy;
 
+pub use budgets::budget_totals;
 pub use recording::Recording;
 
 /// The policy the suite runs under.
@@ -231,6 +233,7 @@ where
     flows::failures(make().await).await;
     flows::expiry_and_rejection(make().await).await;
     flows::port_refusal_spends_nothing(make().await).await;
+    budgets::keys_are_asked_with_the_draft_read(make().await).await;
     tenancy::run_all(&make).await;
     people::run_all(&make).await;
 }

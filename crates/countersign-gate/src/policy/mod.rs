@@ -6,8 +6,9 @@
 //!
 //! `parse` reads the file; this module holds what it resolves to and the lookup of one tool.
 //! Everything else a deployer writes in it lives beside: who may approve (`approver_rules`),
-//! per-principal ceilings and retention (`quota`), field rules (`fields`), tool-name globs
-//! (`glob`), and the rule for tools the file does not name (`applied`).
+//! per-principal ceilings and retention (`quota`), budgets the rules read (`budget`), field
+//! rules (`fields`), tool-name globs (`glob`), and the rule for tools the file does not name
+//! (`applied`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,6 +25,7 @@ use rules::Rules;
 
 mod applied;
 mod approver_rules;
+mod budget;
 pub mod fields;
 mod glob;
 mod parse;
@@ -31,6 +33,7 @@ pub mod quota;
 pub mod rules;
 
 pub use approver_rules::ApproverRule;
+pub use budget::{Budget, BudgetScope, Measure};
 pub use countersign_token::RiskClass as Risk;
 pub use parse::parse_duration;
 
@@ -205,6 +208,8 @@ pub struct Policy {
     manifest: ManifestLimits,
     /// The rules file that decides calls of `rules`-mode tools, when one is loaded.
     rules: Option<Arc<Rules>>,
+    /// The budgets rules read (`[budgets.NAME]`), in name order.
+    budgets: Vec<Budget>,
 }
 
 impl Policy {
@@ -249,6 +254,12 @@ impl Policy {
     #[must_use]
     pub fn limits(&self) -> &quota::Limits {
         &self.limits
+    }
+
+    /// The budgets (`[budgets.NAME]`), in name order.
+    #[must_use]
+    pub fn budgets(&self) -> &[Budget] {
+        &self.budgets
     }
 
     /// Reads and parses a policy file. A missing or unreadable file is an error: fail closed.

@@ -11,6 +11,7 @@ use countersign_canon::ManifestLimits;
 use serde::Deserialize;
 
 use super::approver_rules::quorum;
+use super::budget::{self, RawBudget};
 use super::fields::FieldRule;
 use super::glob::is_glob;
 use super::quota::{Limits, RawLimits};
@@ -33,6 +34,8 @@ struct RawFile {
     limits: Option<RawLimits>,
     #[serde(default)]
     manifest: Option<RawManifest>,
+    #[serde(default)]
+    budgets: BTreeMap<String, RawBudget>,
 }
 
 /// `[manifest]`: the largest manifest a person is asked to read (CONTRACT.md section 7).
@@ -203,6 +206,7 @@ impl Policy {
             limits,
             manifest: manifest_limits(raw.manifest)?,
             rules: None,
+            budgets: budget::from_raw(raw.budgets)?,
         };
         // As if an approvers file were configured: only an explicit `signed = false` fails here.
         policy.check_signing(true)?;
@@ -336,7 +340,7 @@ fn notify_url(url: &str) -> Result<String> {
     Ok(url.to_owned())
 }
 
-fn check_pointer(p: &str) -> Result<()> {
+pub(super) fn check_pointer(p: &str) -> Result<()> {
     let bad = || Error::Config(format!("field {p:?} is not a JSON Pointer"));
     if p.is_empty() || !p.starts_with('/') {
         return Err(bad());

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use countersign_canon::Principal;
 
+use super::budget::{prune_before, total};
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
@@ -19,6 +20,8 @@ struct Inner {
     operations: HashMap<(Principal, String), Operation>,
     rate: Vec<(String, i64)>,
     proposals: Vec<(Principal, i64)>,
+    /// Budget events (time, amount) per (name, scope).
+    budgets: HashMap<(String, String), Vec<(i64, i64)>>,
     audit: Vec<AuditRecord>,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
 }
@@ -102,12 +105,27 @@ impl GateStore for MemoryStore {
                 .cloned(),
             _ => None,
         };
+        let budget_keys = keys.budget_keys(draft.as_ref());
+        let budgets = budget_keys
+            .iter()
+            .map(|k| {
+                let events = inner.budgets.get(&(k.name.clone(), k.scope.clone()));
+                total(
+                    events
+                        .into_iter()
+                        .flatten()
+                        .filter(|(at, _)| *at >= k.since)
+                        .map(|(_, amount)| *amount),
+                )
+            })
+            .collect();
         let snapshot = Snapshot {
             draft,
             operation,
             rate,
             open,
             proposals,
+            budgets,
         };
         let Commit {
             draft,
@@ -115,6 +133,7 @@ impl GateStore for MemoryStore {
             operation,
             rate_event,
             proposal_event,
+            budget_spend,
             audit,
         } = step(snapshot);
         if let Some(d) = draft {
@@ -142,6 +161,14 @@ impl GateStore for MemoryStore {
                 .proposals
                 .retain(|(p, at)| *p != q.principal || *at > q.since);
             inner.proposals.push(event);
+        }
+        for spend in budget_spend {
+            let since = prune_before(&budget_keys, &spend);
+            let events = inner.budgets.entry((spend.name, spend.scope)).or_default();
+            if let Some(since) = since {
+                events.retain(|(at, _)| *at >= since);
+            }
+            events.push((spend.at, spend.amount));
         }
         let mut sealed = Vec::with_capacity(audit.len());
         for event in audit {

@@ -2,7 +2,8 @@
 //!
 //! Backends do not decide anything. A transaction reads a [`Snapshot`] of the rows it names in
 //! [`TxKeys`], hands it to the gate's decision function, and writes the [`Commit`] that function
-//! returns — draft, revision, operation, rate event and sealed audit records together, or nothing.
+//! returns — draft, revision, operation, rate event, budget spends and sealed audit records
+//! together, or nothing.
 //! Because each backend serializes these transactions (a mutex, `BEGIN IMMEDIATE`, an advisory
 //! lock), the decision logic exists once and the races of the conformance suite (in
 //! `countersign-testkit`) are decided by the same code on every backend.
@@ -14,6 +15,7 @@ use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Result;
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RevisionRecord};
 
+mod budget;
 #[cfg(feature = "sqlite")]
 mod checkpoint;
 mod memory;
@@ -26,6 +28,7 @@ mod rows;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+pub use self::budget::{BudgetKey, BudgetKeys, BudgetSpend};
 pub use self::memory::MemoryStore;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresStore;
@@ -50,6 +53,9 @@ pub struct TxKeys<'a> {
     pub rate: Option<RateWindowStart<'a>>,
     /// A principal's quota counts, for a proposal or revision.
     pub quota: Option<QuotaKeys>,
+    /// Budgets to total, asked once the draft named in the keys (if any) is read: an approved
+    /// draft's budgets depend on its stored arguments.
+    pub budgets: Option<BudgetKeys<'a>>,
 }
 
 /// What a proposal's transaction counts against its principal's ceilings.
@@ -71,6 +77,7 @@ impl std::fmt::Debug for TxKeys<'_> {
             .field("operation", &self.operation)
             .field("rate", &self.rate.is_some())
             .field("quota", &self.quota)
+            .field("budgets", &self.budgets.is_some())
             .finish()
     }
 }
@@ -88,6 +95,8 @@ pub struct Snapshot {
     pub open: Option<RateWindow>,
     /// The principal's proposals and revisions inside the quota window.
     pub proposals: RateWindow,
+    /// The totals of the budgets the keys asked for, in the same order (saturating i64 sums).
+    pub budgets: Vec<i64>,
 }
 
 /// What a transaction writes; all of it or none of it.
@@ -121,6 +130,7 @@ pub struct Commit {
     pub(crate) operation: Option<Operation>,
     pub(crate) rate_event: Option<(String, i64)>,
     pub(crate) proposal_event: Option<(Principal, i64)>,
+    pub(crate) budget_spend: Vec<BudgetSpend>,
     pub(crate) audit: Vec<AuditEvent>,
 }
 
@@ -151,6 +161,12 @@ impl Commit {
     /// A proposal or revision to count against its principal's quota: (principal, time).
     pub fn proposal_event(&self) -> Option<(&Principal, i64)> {
         self.proposal_event.as_ref().map(|(p, at)| (p, *at))
+    }
+
+    /// Amounts to add to budgets. Each drops its budget's events older than the earliest
+    /// window read for that budget in the same transaction (none when none was read).
+    pub fn budget_spend(&self) -> &[BudgetSpend] {
+        &self.budget_spend
     }
 
     /// Events to seal onto the audit chain, in order.

@@ -150,6 +150,7 @@ impl Gate {
                 None
             },
             quota: None,
+            budgets: None,
         };
         // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
         // rate (see `refusals`) rather than in the transaction.

@@ -380,6 +380,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
             rate: RateWindow::default(),
             open,
             proposals,
+            budgets: Vec::new(),
         };
         let (decision, decided) = oneshot::channel();
         let (done, done_rx) = oneshot::channel();
@@ -396,6 +397,10 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     let mut decided = Vec::with_capacity(asked.len());
     for (decision, done, stored, quota) in asked {
         match tokio::time::timeout_at(deadline, decision).await {
+            // A spend with no budget read is written alone, where the budget writes live.
+            Ok(Ok(commit)) if !commit.budget_spend.is_empty() => {
+                let _ = done.send(Done::Alone);
+            }
             Ok(Ok(commit)) => decided.push((done, commit, stored, quota)),
             // Its caller is gone: it writes nothing.
             Ok(Err(_)) => {}

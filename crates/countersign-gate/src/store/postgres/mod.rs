@@ -3,13 +3,14 @@
 //! A transaction serializes with every other transaction that could change what it decides on,
 //! across connections and hosts, with transaction-scoped advisory locks taken before it reads:
 //! one for its draft id, one for its operation id, one for the tool when the tool has a rate
-//! ceiling. So two transactions on the same draft or operation run one after the other, as on
-//! SQLite's write lock, and the decision code above them is the same — while transactions on
-//! different drafts run side by side. The one thing all of them share, the audit chain's tail,
-//! is appended inside the database under a lock of its own that is held only while the server
-//! works, never across a round trip to the client (see `Sql::append`). Transitions of
-//! different drafts that arrive together share one transaction (see `batch`). Tables live in a
-//! schema of their own (default `countersign`, beside the replay ledger), prefixed `gate_`.
+//! ceiling, one for each budget it totals. So two transactions on the same draft, operation or
+//! budget run one after the other, as on SQLite's write lock, and the decision code above them
+//! is the same — while transactions on different drafts run side by side. The one thing all of
+//! them share, the audit chain's tail, is appended inside the database under a lock of its own
+//! that is held only while the server works, never across a round trip to the client (see
+//! `Sql::append`). Transitions of different drafts that arrive together share one transaction
+//! (see `batch`). Tables live in a schema of their own (default `countersign`, beside the replay
+//! ledger), prefixed `gate_`.
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
 mod batch;
+mod budget;
 mod rows;
 mod sql;
 mod tenancy;
@@ -43,14 +45,18 @@ const BATCH: batch::Limits = batch::Limits {
 const GATE_LOCK: i64 = 0x0063_735f_6761_7465;
 
 /// The classes of the two-key advisory locks ("csg" and a number); the second key is a hash of
-/// the id. Every transaction takes them in this order (draft, operation, tool, then the chain's
-/// [`GATE_LOCK`]), at most one of each, so no two transactions can wait for each other in a
-/// circle; two ids with the same hash only wait for each other needlessly.
+/// the id. Every transaction takes them in this order (draft, operation, tool, quota, budgets,
+/// then the chain's [`GATE_LOCK`]), at most one of each but budgets, whose locks are taken
+/// together in hash order, so no two transactions can wait for each other in a circle; two ids
+/// with the same hash only wait for each other needlessly.
 const DRAFT_LOCK: i32 = 0x6373_6701;
 const OP_LOCK: i32 = 0x6373_6702;
 const TOOL_LOCK: i32 = 0x6373_6703;
 /// A principal's quota counts (after [`TOOL_LOCK`], before [`GATE_LOCK`]).
 const QUOTA_LOCK: i32 = 0x6373_6704;
+/// A budget of one scope (after [`QUOTA_LOCK`], before [`GATE_LOCK`]; several in the order of
+/// `lock_many`).
+const BUDGET_LOCK: i32 = 0x6373_6705;
 
 /// A gate store in a PostgreSQL schema.
 #[derive(Debug)]
@@ -117,6 +123,9 @@ impl PostgresStore {
             .map_err(pg)?;
         tenancy::migrate(&tx, schema, s).await?;
         tx.batch_execute(&tenancy::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tx.batch_execute(&budget::SCHEMA.replace("{s}", s))
             .await
             .map_err(pg)?;
         tx.commit().await.map_err(pg)
@@ -255,6 +264,15 @@ impl PostgresStore {
         let (open_drafts, proposals) = quota
             .as_ref()
             .map_or((None, RateWindow::default()), |(_, _, _, counts)| *counts);
+        let budget_keys = keys.budget_keys(draft.as_ref());
+        let bst = match &budget_keys[..] {
+            [] => None,
+            _ => Some(budget::Statements::prepare(tx, &self.sql).await?),
+        };
+        let budgets = match &bst {
+            Some(bst) => budget::totals(tx, bst, &budget_keys).await?,
+            None => Vec::new(),
+        };
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
         let mut commit: Commit = step(Snapshot {
@@ -263,7 +281,14 @@ impl PostgresStore {
             rate,
             open: open_drafts,
             proposals,
+            budgets,
         });
+        let bst = match bst {
+            None if !commit.budget_spend.is_empty() => {
+                Some(budget::Statements::prepare(tx, &self.sql).await?)
+            }
+            bst => bst,
+        };
 
         // Every write, the chain's lock and append, and the COMMIT, pipelined: one round trip.
         // A failure aborts the transaction, the COMMIT sent behind it then only rolls back, and
@@ -285,6 +310,9 @@ impl PostgresStore {
         if let (Some(at), Some((since, principal, qst, _))) = (made, &quota) {
             tenancy::count_proposal(tx, qst, principal, at, since, &mut sent);
         }
+        if let Some(bst) = &bst {
+            budget::spend(tx, bst, &budget_keys, &commit.budget_spend, &mut sent);
+        }
         seal_and_commit(tx, &st, &chain, &mut sent);
         match ended(in_order(sent).await, !chain.is_empty()) {
             Ended::Committed(appended) => {
@@ -299,10 +327,10 @@ impl PostgresStore {
 #[async_trait]
 impl GateStore for PostgresStore {
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
-        // A transition that counts a tool's runs reads a window that depends on its draft's
-        // action, known only after the read: it runs alone.
+        // A transition that counts a tool's runs or totals budgets reads windows that depend on
+        // its draft, known only after the read: it runs alone.
         match &self.batches {
-            Some(batches) if keys.rate.is_none() => {
+            Some(batches) if keys.rate.is_none() && keys.budgets.is_none() => {
                 match batch::transact(batches, &self.pool, &self.sql, keys, step).await {
                     batch::Outcome::Done(result) => result,
                     batch::Outcome::Alone => self.transact_alone(keys, step).await,

@@ -1,7 +1,7 @@
 //! The SQL text of the PostgreSQL store, written once per schema, and the mapping of the
 //! driver's failures to the gate's errors.
 
-use super::{GATE_LOCK, tenancy};
+use super::{GATE_LOCK, budget, tenancy};
 use crate::error::{Error, Result, StoreFailure};
 
 /// Opens a gate transaction whose COMMIT does not wait for the WAL flush.
@@ -113,6 +113,7 @@ pub(super) struct Sql {
     pub(super) drafts: String,
     pub(super) ops: String,
     pub(super) tenancy: tenancy::Sql,
+    pub(super) budget: budget::Sql,
 }
 
 impl Sql {
@@ -210,6 +211,7 @@ impl Sql {
                       AND id = k.id LIMIT 1) AS r"
             ),
             tenancy: tenancy::Sql::new(s),
+            budget: budget::Sql::new(s),
         }
     }
 }

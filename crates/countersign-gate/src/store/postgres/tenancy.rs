@@ -40,6 +40,8 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
         "gate_drafts_principal",
         "gate_drafts_open",
         "gate_passkey_counters",
+        "gate_budget",
+        "gate_budget_key",
     ]
     .iter()
     .map(|n| format!("{s}.{n}"))

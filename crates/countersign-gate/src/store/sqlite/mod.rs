@@ -18,9 +18,10 @@ use super::phases::{Phase, Phases};
 use super::rows::{
     hidden_to_row, only_state_moved, principal_to_row, revision_from_row, state_to_row,
 };
-use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use super::{BudgetKey, Commit, GateStore, Snapshot, Step, TxKeys};
 use schema::migrate;
 
+mod budget;
 mod counts;
 mod reads;
 mod schema;
@@ -135,6 +136,7 @@ fn write(
     conn: &Connection,
     window: Option<&(String, i64)>,
     quota: Option<&super::QuotaKeys>,
+    budgets: &[BudgetKey],
     stored: Option<&Draft>,
     commit: Commit,
 ) -> Result<Vec<AuditRecord>> {
@@ -262,6 +264,7 @@ fn write(
             window.map(|(_, since)| *since),
         )?;
     }
+    budget::spend(conn, budgets, &commit.budget_spend)?;
     let mut sealed = Vec::with_capacity(commit.audit.len());
     if !commit.audit.is_empty() {
         let head: Option<(i64, String)> = conn
@@ -337,7 +340,9 @@ impl GateStore for SqliteStore {
             Some(q) => tenancy::quota(tx.conn, q)?,
             None => (None, RateWindow::default()),
         };
+        let budget_keys = keys.budget_keys(draft.as_ref());
         let snapshot = Snapshot {
+            budgets: budget::totals(tx.conn, &budget_keys)?,
             draft,
             operation,
             rate,
@@ -351,6 +356,7 @@ impl GateStore for SqliteStore {
             tx.conn,
             window.as_ref(),
             keys.quota.as_ref(),
+            &budget_keys,
             stored.as_ref(),
             commit,
         )?;

@@ -112,6 +112,15 @@ ALTER TABLE gate_drafts ADD COLUMN editor TEXT;
 ALTER TABLE gate_revisions ADD COLUMN editor TEXT;
 ";
 
+/// v6 keeps what budgets spent (CONTRACT.md section 6): per (budget, scope) and millisecond,
+/// the sum of the amounts spent then. The key is the table's own index, so a budget's total is
+/// one range scan of it, and a spend prunes the same range behind its window.
+const MIGRATE_V6: &str = "
+CREATE TABLE gate_budget (
+    name TEXT NOT NULL, scope TEXT NOT NULL, at INTEGER NOT NULL, amount INTEGER NOT NULL,
+    PRIMARY KEY (name, scope, at)) WITHOUT ROWID;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -120,6 +129,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, MIGRATE_V3),
     (4, MIGRATE_V4),
     (5, MIGRATE_V5),
+    (6, MIGRATE_V6),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
