@@ -16,10 +16,12 @@ mod flows;
 mod people;
 mod races;
 mod recording;
+mod rules;
 mod tenancy;
 
 pub use budgets::budget_totals;
 pub use recording::Recording;
+pub use rules::{RULES, RULES_POLICY};
 
 /// The policy the suite runs under.
 pub const POLICY: &str = concat!(
@@ -234,6 +236,9 @@ where
     flows::expiry_and_rejection(make().await).await;
     flows::port_refusal_spends_nothing(make().await).await;
     budgets::keys_are_asked_with_the_draft_read(make().await).await;
+    rules::outcomes(make().await).await;
+    rules::rate_on_runs(make().await).await;
+    rules::budget_race(make().await).await;
     tenancy::run_all(&make).await;
     people::run_all(&make).await;
 }

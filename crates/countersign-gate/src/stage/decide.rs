@@ -7,16 +7,17 @@
 //! stage can make, after its decision is on the audit chain. A call the rules ask a person about
 //! becomes a draft exactly as in `approval` mode.
 
-use countersign_canon::{Envelope, Revision, Value, args_digest};
+use countersign_canon::{Envelope, Principal, Revision, Value, args_digest};
 
 use super::propose::Proposal;
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
-use crate::gate::Gate;
+use crate::gate::{Gate, millis};
 use crate::model::Draft;
 use crate::policy::rules::{Ask, NumberShape, RuleCall, Rules, Ruling};
-use crate::policy::{Mode, ToolPolicy};
-use crate::store::{Commit, TxKeys};
+use crate::policy::{Budget, Mode, ToolPolicy};
+use crate::stage::execute::claim::over_rate;
+use crate::store::{BudgetKey, BudgetKeys, BudgetSpend, Commit, Snapshot, TxKeys};
 
 /// A call of a `rules`-mode tool: the proposal, and the tool's `inputSchema` that types its
 /// numbers for the rules.
@@ -70,6 +71,26 @@ pub enum Decided {
     },
 }
 
+/// The audit record of a call the rules let run: what ran (its revision and argument digest),
+/// which rules allowed it.
+fn ran(
+    event: &AuditEvent,
+    rules: &[String],
+    revision: &Revision,
+    envelope: &Envelope,
+    tool: &ToolPolicy,
+) -> AuditEvent {
+    event
+        .clone()
+        .text("decision", "run")
+        .text("rules", &rules.join(","))
+        .text("revision", &revision.to_hex())
+        .text("args", &args_digest(&envelope.args).to_hex())
+        .text("tool", &envelope.tool.to_hex())
+        .text("risk", tool.risk.as_str())
+        .outcome(Ok(()))
+}
+
 impl Gate {
     /// Decides a call of a tool in `rules` mode: a rule denies it (`POLICY_DENIED` naming the
     /// rule, audited), lets it run now (audited with the rules, returned as [`Cleared`]), or asks
@@ -90,16 +111,101 @@ impl Gate {
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
         let numbers = NumberShape::of_schema(call.schema);
-        let ruling = rules.decide(&RuleCall {
-            action: p.action,
-            args: &args,
-            principal: &p.principal,
-            risk: tool.risk,
-            definition: &p.tool,
-            numbers: &numbers,
-            now_ms: now,
-            budgets: &[],
-        });
+        let spends = match self.spends(p.action, &args, &p.principal, now) {
+            Ok(spends) => spends,
+            Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
+        };
+        // Each budget's total is what already ran in its window plus this call.
+        let rule_call = |totals: &[i64]| {
+            let named: Vec<(&str, i64)> = spends
+                .iter()
+                .enumerate()
+                .map(|(i, (budget, amount, _))| {
+                    let spent = totals.get(i).copied().unwrap_or(0);
+                    (budget.name(), spent.saturating_add(*amount))
+                })
+                .collect();
+            rules.decide(&RuleCall {
+                action: p.action,
+                args: &args,
+                principal: &p.principal,
+                risk: tool.risk,
+                definition: &p.tool,
+                numbers: &numbers,
+                now_ms: now,
+                budgets: &named,
+            })
+        };
+        // Without budgets or a rate a refusal or a question needs nothing read: decided before
+        // any transaction. With them, inside one, on the totals it read.
+        let mut ruling = None;
+        if spends.is_empty() && tool.rate.is_none() {
+            let early = rule_call(&[]);
+            if !matches!(early, Ruling::Run { .. }) {
+                ruling = Some(early);
+            }
+        }
+        let ruling = match ruling {
+            Some(ruling) => ruling,
+            None => {
+                let envelope = Envelope {
+                    action: p.action.to_owned(),
+                    args: args.clone(),
+                    tool: p.tool,
+                    principal: p.principal.clone(),
+                };
+                let revision = Revision::of_canonical(&envelope.to_canonical_bytes());
+                let keys_read: Vec<BudgetKey> = spends.iter().map(|(_, _, k)| k.clone()).collect();
+                let budget_keys = move |_: Option<&Draft>| keys_read.clone();
+                let rate = tool.rate;
+                let window = move |_: &str| rate.map(|r| now.saturating_sub(millis(r.per)));
+                let keys = TxKeys {
+                    rate: Some(&window),
+                    budgets: (!spends.is_empty()).then_some(&budget_keys as BudgetKeys<'_>),
+                    tool: Some(p.action),
+                    ..TxKeys::default()
+                };
+                let mut outcome = None;
+                let mut step = |snap: Snapshot| {
+                    let ruling = rule_call(&snap.budgets);
+                    let commit = match &ruling {
+                        Ruling::Run { rules } => match over_rate(rate, snap.rate, now) {
+                            Some(limited) => {
+                                outcome = Some(Err(limited));
+                                return Commit::default();
+                            }
+                            None => Commit {
+                                audit: vec![ran(&event, rules, &revision, &envelope, tool)],
+                                budget_spend: spends
+                                    .iter()
+                                    .map(|(budget, amount, key)| BudgetSpend {
+                                        name: budget.name().to_owned(),
+                                        scope: key.scope.clone(),
+                                        amount: *amount,
+                                        at: now,
+                                    })
+                                    .collect(),
+                                rate_event: rate.map(|_| (p.action.to_owned(), now)),
+                                ..Commit::default()
+                            },
+                        },
+                        Ruling::Ask(_) | Ruling::Deny(_) => Commit::default(),
+                    };
+                    outcome = Some(Ok(ruling));
+                    commit
+                };
+                self.commit(&keys, &mut step).await?;
+                match outcome {
+                    Some(Ok(ruling)) => ruling,
+                    Some(Err(limited)) => {
+                        return self
+                            .refuse_audited(event, limited, Some(&p.principal))
+                            .await;
+                    }
+                    None => return Err(Error::store("the store ran no decision")),
+                }
+            }
+        };
         match ruling {
             Ruling::Deny(denial) => {
                 let e = Error::RuleDenied {
@@ -116,33 +222,25 @@ impl Gate {
                     ask,
                 })
             }
-            Ruling::Run { rules } => {
-                let envelope = Envelope {
-                    action: p.action.to_owned(),
-                    args,
-                    tool: p.tool,
-                    principal: p.principal,
-                };
-                let revision = Revision::of_canonical(&envelope.to_canonical_bytes());
-                let record = event
-                    .text("decision", "run")
-                    .text("rules", &rules.join(","))
-                    .text("revision", &revision.to_hex())
-                    .text("args", &args_digest(&envelope.args).to_hex())
-                    .text("tool", &p.tool.to_hex())
-                    .text("risk", tool.risk.as_str())
-                    .outcome(Ok(()));
-                let mut step = |_| Commit {
-                    audit: vec![record.clone()],
-                    ..Commit::default()
-                };
-                self.commit(&TxKeys::default(), &mut step).await?;
-                Ok(Decided::Run(Cleared {
-                    args: envelope.args,
-                    rules,
-                }))
-            }
+            Ruling::Run { rules } => Ok(Decided::Run(Cleared { args, rules })),
         }
+    }
+
+    /// Each budget that applies to a call of `action`, what the call adds to it, and the key
+    /// its total is read under.
+    fn spends(
+        &self,
+        action: &str,
+        args: &Value,
+        principal: &Principal,
+        now: i64,
+    ) -> Result<Vec<(&Budget, i64, BudgetKey)>> {
+        self.policy
+            .budgets()
+            .iter()
+            .filter(|b| b.applies_to(action))
+            .map(|b| Ok((b, b.amount(args)?, b.key(principal, now))))
+            .collect()
     }
 
     /// The policy of a `rules`-mode tool and the rules file that decides it.

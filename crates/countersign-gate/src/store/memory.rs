@@ -63,8 +63,9 @@ impl GateStore for MemoryStore {
             .draft
             .as_ref()
             .and_then(|id| inner.drafts.get(id).cloned());
-        let window = match (&draft, keys.rate) {
-            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+        let action = draft.as_ref().map(|d| d.action.as_str()).or(keys.tool);
+        let window = match (action, keys.rate) {
+            (Some(action), Some(start)) => start(action).map(|since| (action.to_owned(), since)),
             _ => None,
         };
         let rate = match &window {

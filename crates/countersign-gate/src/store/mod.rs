@@ -53,6 +53,9 @@ pub struct TxKeys<'a> {
     pub rate: Option<RateWindowStart<'a>>,
     /// A principal's quota counts, for a proposal or revision.
     pub quota: Option<QuotaKeys>,
+    /// The tool whose runs `rate` counts when no draft is read: a call the rules let run
+    /// without one.
+    pub tool: Option<&'a str>,
     /// Budgets to total, asked once the draft named in the keys (if any) is read: an approved
     /// draft's budgets depend on its stored arguments.
     pub budgets: Option<BudgetKeys<'a>>,
@@ -77,6 +80,7 @@ impl std::fmt::Debug for TxKeys<'_> {
             .field("operation", &self.operation)
             .field("rate", &self.rate.is_some())
             .field("quota", &self.quota)
+            .field("tool", &self.tool)
             .field("budgets", &self.budgets.is_some())
             .finish()
     }

@@ -341,7 +341,7 @@ fn still_gated(tool: &ToolPolicy, action: &str) -> Result<(), Error> {
     }
 }
 
-fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> {
+pub(crate) fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> {
     let rate = rate?;
     if window.count < u64::from(rate.max) {
         return None;

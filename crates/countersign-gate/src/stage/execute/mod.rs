@@ -28,7 +28,7 @@ use crate::view::{envelope_value, parse_revision};
 
 use claim::{ClaimCtx, Verdict};
 
-mod claim;
+pub(crate) mod claim;
 
 /// The log target of the run timings: the name operators filter on (`RUST_LOG`), kept when the
 /// module moves.
@@ -151,6 +151,7 @@ impl Gate {
             },
             quota: None,
             budgets: None,
+            tool: None,
         };
         // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
         // rate (see `refusals`) rather than in the transaction.

@@ -229,8 +229,9 @@ impl PostgresStore {
         .map_err(pg)?;
         let draft = draft.as_ref().map(draft_row).transpose()?;
         let operation = operation.as_ref().map(op_row).transpose()?;
-        let window = match (&draft, keys.rate) {
-            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+        let action = draft.as_ref().map(|d| d.action.as_str()).or(keys.tool);
+        let window = match (action, keys.rate) {
+            (Some(action), Some(start)) => start(action).map(|since| (action.to_owned(), since)),
             _ => None,
         };
         let rate = match &window {

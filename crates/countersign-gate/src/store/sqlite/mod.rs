@@ -311,8 +311,9 @@ impl GateStore for SqliteStore {
         };
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
-        let window = match (&draft, keys.rate) {
-            (Some(d), Some(start)) => start(&d.action).map(|since| (d.action.clone(), since)),
+        let action = draft.as_ref().map(|d| d.action.as_str()).or(keys.tool);
+        let window = match (action, keys.rate) {
+            (Some(action), Some(start)) => start(action).map(|since| (action.to_owned(), since)),
             _ => None,
         };
         let rate = match &window {
