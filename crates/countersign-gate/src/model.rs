@@ -8,6 +8,7 @@ use std::fmt;
 use countersign_canon::{Digest, Principal, Revision};
 
 use crate::error::{Error, Result};
+use crate::policy::rules::Ask;
 use crate::state::State;
 
 /// A draft id: 32 lowercase hex characters of randomness.
@@ -65,9 +66,18 @@ pub struct Draft {
     pub(crate) created_at: i64,
     pub(crate) expires_at: i64,
     pub(crate) state: State,
+    /// What the rules asked of its approval, when a rule (not the tool's mode) sent it to a
+    /// person.
+    pub(crate) ruling: Option<Ask>,
 }
 
 impl Draft {
+    /// What the rules asked of its approval (the asking rules, quorum and approvers), when a
+    /// rule sent it to a person.
+    pub fn ruling(&self) -> Option<&Ask> {
+        self.ruling.as_ref()
+    }
+
     /// Its id.
     pub fn id(&self) -> &DraftId {
         &self.id

@@ -106,6 +106,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
          ALTER TABLE ops_v2 RENAME TO gate_operations;
          DROP TABLE gate_quota;
          DROP TABLE gate_budget;
+         ALTER TABLE gate_drafts DROP COLUMN ruling;
          DROP INDEX gate_drafts_principal;
          DROP INDEX gate_drafts_open;
          ALTER TABLE gate_drafts DROP COLUMN editor;
@@ -151,6 +152,7 @@ async fn a_postgres_schema_of_the_previous_layout_scopes_its_operations() {
              DROP INDEX \"{name}\".gate_drafts_principal;
              DROP INDEX \"{name}\".gate_drafts_open;
              ALTER TABLE \"{name}\".gate_drafts DROP COLUMN editor;
+             ALTER TABLE \"{name}\".gate_drafts DROP COLUMN ruling;
              ALTER TABLE \"{name}\".gate_revisions DROP COLUMN editor;"
         ))
         .await

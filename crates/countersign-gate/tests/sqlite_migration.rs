@@ -396,6 +396,7 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
         "ALTER TABLE gate_drafts DROP COLUMN editor;
          ALTER TABLE gate_revisions DROP COLUMN editor;
          DROP TABLE gate_budget;
+         ALTER TABLE gate_drafts DROP COLUMN ruling;
          DELETE FROM gate_schema_version WHERE version >= 5;",
     )
     .expect("back to v4");
@@ -443,10 +444,11 @@ async fn a_v5_file_gains_the_budget_table() {
     let d = propose(&g, "publish_post", r#"{"title":"before budgets"}"#).await;
     drop(g);
     drop(store);
-    // Back to v5: no budget table, version 6 not recorded.
+    // Back to v5: no budget table, no ruling of a draft, version 6 not recorded.
     let conn = rusqlite::Connection::open(&db).expect("open");
     conn.execute_batch(
         "DROP TABLE gate_budget;
+         ALTER TABLE gate_drafts DROP COLUMN ruling;
          DELETE FROM gate_schema_version WHERE version = 6;",
     )
     .expect("back to v5");
@@ -462,6 +464,8 @@ async fn a_v5_file_gains_the_budget_table() {
     // The rows of v5 are still there.
     let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.revision(), d.revision());
+    // A v5 draft was sent to a person by its tool's mode, not by a rule.
+    assert_eq!(read.ruling(), None);
 
     // A transaction totals a budget from the new table, with the draft it read.
     let ask = |draft: Option<&Draft>| {

@@ -337,7 +337,7 @@ impl Countersign {
 
 /// Approvals counted so far and needed, when the tool's policy names a quorum.
 pub(crate) fn quorum(gate: &Gate, draft: &countersign_gate::Draft) -> Option<(u32, u32)> {
-    let need = gate.policy().lookup(draft.action()).ok()?.quorum?;
+    let need = gate.policy().for_draft(draft).ok()?.quorum?;
     let have = u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX);
     Some((have, need))
 }

@@ -32,6 +32,14 @@ fields = { "/title" = "text", "/body" = "multiline", "/notes" = "hidden" }
 self_approval = true
 "#;
 
+/// The demo's policy with rules per call: `publish_post` in `rules` mode, decided by
+/// [`DEMO_RULES`].
+pub const DEMO_RULES_POLICY: &str = include_str!("demo/rules.toml");
+
+/// The demo's Cedar rules: private posts run, public posts need a person, posts with
+/// credential-like words are denied.
+pub const DEMO_RULES: &str = include_str!("demo/countersign.cedar");
+
 /// Writes [`DEMO_POLICY`] to `path` when no file is there yet, so the `countersign` CLI (which
 /// reads the same file to approve) knows the demo's tool. Returns whether it wrote the file.
 /// An existing file is never touched.

@@ -174,11 +174,7 @@ pub(crate) async fn waiting(review: &Review, person: &Person) -> Result<Vec<Draf
 
 /// Approvals a draft has and needs.
 pub(crate) fn quorum(review: &Review, d: &Draft) -> (usize, u32) {
-    let need = review
-        .gate
-        .policy()
-        .lookup(d.action())
-        .map_or(1, |t| t.need());
+    let need = review.gate.policy().for_draft(d).map_or(1, |t| t.need());
     (d.state().approvals().len(), need)
 }
 

@@ -238,6 +238,7 @@ where
     budgets::keys_are_asked_with_the_draft_read(make().await).await;
     rules::outcomes(make().await).await;
     rules::rate_on_runs(make().await).await;
+    rules::asks_are_held(make().await).await;
     rules::budget_race(make().await).await;
     tenancy::run_all(&make).await;
     people::run_all(&make).await;

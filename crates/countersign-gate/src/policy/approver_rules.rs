@@ -2,7 +2,11 @@
 //! section 6).
 
 use super::{Policy, ToolPolicy};
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
+use crate::model::Draft;
+use crate::policy::rules::Ask;
 
 /// Which names from the approvers file may approve a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -70,7 +74,51 @@ impl ToolPolicy {
     }
 }
 
+impl ApproverRule {
+    /// The people both rules allow.
+    #[must_use]
+    pub fn and(&self, names: &std::collections::BTreeSet<String>) -> ApproverRule {
+        match self {
+            ApproverRule::Anyone => ApproverRule::Named(names.iter().cloned().collect()),
+            ApproverRule::Named(own) => {
+                ApproverRule::Named(own.iter().filter(|n| names.contains(*n)).cloned().collect())
+            }
+        }
+    }
+}
+
+impl ToolPolicy {
+    /// The tool's policy held also to what the rules asked of a draft's approval: the larger
+    /// quorum, and only people both the tool and the rules allow. Strictest wins, so a rule can
+    /// ask for more than the tool's table, never less.
+    #[must_use]
+    pub fn asked(&self, ask: &Ask) -> ToolPolicy {
+        let mut held = self.clone();
+        held.quorum = match (self.quorum, ask.quorum) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(names) = &ask.approvers {
+            held.approvers = self.approvers.and(names);
+        }
+        held
+    }
+}
+
 impl Policy {
+    /// The policy a draft is held to: its tool's, and what the rules asked of its approval when
+    /// a rule sent it to a person.
+    ///
+    /// # Errors
+    /// [`Error::PolicyDenied`] when the policy no longer names the tool.
+    pub fn for_draft(&self, draft: &Draft) -> Result<Cow<'_, ToolPolicy>> {
+        let tool = self.lookup(draft.action())?;
+        Ok(match draft.ruling() {
+            None => Cow::Borrowed(tool),
+            Some(ask) => Cow::Owned(tool.asked(ask)),
+        })
+    }
+
     /// [`ToolPolicy::check_quorum`] for every entry of the policy, given whether an approvers
     /// file is configured; the error names the entry.
     ///
@@ -83,7 +131,22 @@ impl Policy {
             .map(|(name, p)| (name.as_str(), p))
             .chain(self.globs.iter().map(|e| (e.pattern.as_str(), &e.policy)))
             .chain(self.fallback.iter().map(|p| ("[defaults]", p)));
+        // A rule's @quorum holds a rules-mode tool to it too.
+        let ruled = self
+            .rules()
+            .and_then(|r| r.rules().iter().filter_map(|rule| rule.quorum()).max());
         for (name, tool) in entries {
+            let held;
+            let tool = match ruled {
+                Some(q) if tool.mode == super::Mode::Rules => {
+                    held = ToolPolicy {
+                        quorum: Some(tool.need().max(q)),
+                        ..tool.clone()
+                    };
+                    &held
+                }
+                _ => tool,
+            };
             tool.check_quorum(approvers_configured)
                 .map_err(|e| match e {
                     Error::Config(m) => Error::Config(format!("tool {name:?}: {m}")),

@@ -128,8 +128,8 @@ impl Gate {
     ) -> Result<()> {
         let draft = self.store.draft(id).await?.ok_or(Error::NotFound)?;
         approvable(&draft, *revision)?;
-        let tool = self.policy.lookup(&draft.action)?;
-        allowed(Some(approvers), tool, &draft, name)
+        let tool = self.policy.for_draft(&draft)?;
+        allowed(Some(approvers), &tool, &draft, name)
     }
 }
 
@@ -175,10 +175,11 @@ pub(crate) fn decide_approve(
     if let Err(e) = approvable(&draft, revision) {
         return refuse(e);
     }
-    let tool = match policy.lookup(&draft.action) {
+    let tool = match policy.for_draft(&draft) {
         Ok(t) => t,
         Err(e) => return refuse(e),
     };
+    let tool: &crate::policy::ToolPolicy = &tool;
     if !tool.approval.allows(channel) {
         return refuse(Error::PolicyDenied {
             tool: draft.action.clone(),

@@ -216,7 +216,9 @@ impl Gate {
             }
             Ruling::Ask(ask) => {
                 let event = event.text("rules", &ask.rules.join(","));
-                let draft = self.open_draft(p, tool, args, event, now).await?;
+                let draft = self
+                    .open_draft(p, tool, args, event, now, Some(ask.clone()))
+                    .await?;
                 Ok(Decided::Ask {
                     draft: Box::new(draft),
                     ask,

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, DraftId, RevisionRecord};
 use crate::policy::fields::FieldRule;
+use crate::policy::rules::Ask;
 use crate::policy::{Mode, ToolPolicy};
 use crate::state::State;
 use crate::store::{Commit, QuotaKeys, Snapshot, TxKeys};
@@ -101,11 +102,12 @@ impl Gate {
             Ok(ok) => ok,
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
-        self.open_draft(p, tool, args, event, now).await
+        self.open_draft(p, tool, args, event, now, None).await
     }
 
     /// Stores a new draft of normalized `args` for a person to approve, within the principal's
-    /// quota; `event` is the audit record begun for the call (the refusal is audited on it).
+    /// quota; `event` is the audit record begun for the call (the refusal is audited on it), and
+    /// `ruling` what the rules ask of its approval when a rule sent it.
     pub(super) async fn open_draft(
         &self,
         p: Proposal<'_>,
@@ -113,6 +115,7 @@ impl Gate {
         args: Value,
         event: AuditEvent,
         now: i64,
+        ruling: Option<Ask>,
     ) -> Result<Draft> {
         let envelope = Envelope {
             action: p.action.to_owned(),
@@ -142,6 +145,7 @@ impl Gate {
             created_at: now,
             expires_at: now.saturating_add(millis(tool.approval_wait)),
             state: State::Proposed(crate::state::Proposed),
+            ruling,
         };
         let event = event
             .text("draft", draft.id.as_str())

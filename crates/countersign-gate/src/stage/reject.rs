@@ -66,8 +66,8 @@ pub(crate) fn decide_reject(
     };
     let e = event.clone().text("revision", &draft.revision.to_hex());
     let next = policy
-        .lookup(&draft.action)
-        .and_then(|tool| entitled(input.approvers, tool, &draft, by))
+        .for_draft(&draft)
+        .and_then(|tool| entitled(input.approvers, &tool, &draft, by))
         .and(next);
     match next {
         Ok(state) => {

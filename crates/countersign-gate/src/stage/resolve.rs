@@ -103,10 +103,11 @@ impl Gate {
             let (Some(mut draft), Some(mut op)) = (snap.draft, snap.operation) else {
                 return refuse(Error::NotFound);
             };
-            let tool = match self.policy.lookup(&draft.action) {
+            let tool = match self.policy.for_draft(&draft) {
                 Ok(t) => t,
                 Err(e) => return refuse(e),
             };
+            let tool: &crate::policy::ToolPolicy = &tool;
             if !signed && tool.requires_signature(approvers.is_some()) {
                 return refuse(Error::SignatureInvalid {
                     why: "this tool needs a signed resolution (countersign resolve --sign)",

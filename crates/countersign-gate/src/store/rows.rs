@@ -7,6 +7,7 @@ use crate::approval::{Evidence, Signature};
 use crate::error::{Error, Result};
 use crate::model::Draft;
 use crate::policy::Channel;
+use crate::policy::rules::Ask;
 use crate::state::{
     Approval, Approved, Executed, Executing, Expired, FailedRetryable, FailedTerminal,
     OutcomeUnknown, Proposed, Rejected, State,
@@ -32,6 +33,7 @@ pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
         created_at,
         expires_at,
         state: _,
+        ruling,
     } = after;
     *id == before.id
         && *action == before.action
@@ -42,8 +44,21 @@ pub(crate) fn only_state_moved(before: Option<&Draft>, after: &Draft) -> bool {
         && *hidden == before.hidden
         && *principal == before.principal
         && *editor == before.editor
+        && *ruling == before.ruling
         && *created_at == before.created_at
         && *expires_at == before.expires_at
+}
+
+/// The `ruling` column: the rules' ask as JSON, NULL for a draft no rule asked about.
+pub(crate) fn ruling_to_row(ruling: Option<&Ask>) -> Option<String> {
+    // Strings, integers and lists of strings: writing them as JSON cannot fail.
+    ruling.and_then(|a| serde_json::to_string(a).ok())
+}
+
+/// Reads the `ruling` column.
+pub(crate) fn ruling_from_row(text: Option<&str>) -> Result<Option<Ask>> {
+    text.map(|t| serde_json::from_str(t).map_err(|_| corrupt("ruling")))
+        .transpose()
 }
 
 fn corrupt(what: &str) -> Error {

@@ -16,7 +16,7 @@ const RULES: &str = r#"
 permit (principal, action == Countersign::Action::"launch", resource)
 when { context.input.target == "moon" };
 
-@id("farther-asks") @approval @quorum("2")
+@id("farther-asks") @approval @quorum("1")
 permit (principal, action == Countersign::Action::"launch", resource)
 when { context.input.target == "mars" };
 

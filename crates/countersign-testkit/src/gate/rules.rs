@@ -11,7 +11,9 @@ use countersign_gate::store::GateStore;
 use countersign_gate::{Decided, Error, Gate, Proposal, RuledCall};
 use serde_json::Value;
 
-use super::{ManualClock, T0, tool};
+use countersign_gate::policy::Channel;
+
+use super::{CountingAction, ManualClock, T0, tool};
 
 /// The policy of the rules scenarios.
 pub const RULES_POLICY: &str = concat!(
@@ -24,6 +26,9 @@ risk = "billing"
 [tools."ping"]
 mode = "rules"
 rate = { max = 2, per = "1m" }
+
+[tools."refund"]
+mode = "rules"
 
 [budgets.spend]
 tools = "pay"
@@ -39,13 +44,16 @@ pub const RULES: &str = r#"
 permit (principal, action == Countersign::Action::"pay", resource)
 when { context.input.amount < 500 && context.budget.spend <= 100 };
 
-@id("large") @approval @quorum("2")
+@id("large") @approval @quorum("2") @approvers("alice,bob")
 permit (principal, action == Countersign::Action::"pay", resource)
 when { context.input.amount >= 500 };
 
 @id("no-cash")
 forbid (principal, action == Countersign::Action::"pay", resource)
 when { context.input.method == "cash" };
+
+@id("refunds") @approval @approvers("bob")
+permit (principal, action == Countersign::Action::"refund", resource);
 
 @id("ping") permit (principal, action == Countersign::Action::"ping", resource);
 "#;
@@ -125,6 +133,46 @@ pub(super) async fn outcomes(store: Arc<dyn GateStore>) {
             .any(|b| b["event"] == "decide" && b["rule"] == "no-cash"),
         "the refusal names its rule: {bodies:?}"
     );
+}
+
+/// A draft the rules asked about is held to their quorum and approvers, on every store (the ask
+/// is kept with the draft).
+pub(super) async fn asks_are_held(store: Arc<dyn GateStore>) {
+    let g = ruled_gate(store.clone());
+    let asked = decide(&g, "pay", r#"{"amount":900,"method":"card"}"#).await;
+    let Ok(Decided::Ask { draft, .. }) = asked else {
+        panic!("a large payment asks: {asked:?}")
+    };
+    let stored = store
+        .draft(draft.id())
+        .await
+        .expect("read")
+        .expect("stored");
+    assert_eq!(stored.ruling().and_then(|a| a.quorum), Some(2));
+    // Two names typed on a command line are not two people: the rule's quorum of 2 needs signed
+    // approvals, and without an approvers file nothing signs, so nobody can approve it.
+    let (id, rev) = (draft.id().as_str(), draft.revision().to_hex());
+    let alice = g.approve(id, &rev, "alice", Channel::Cli).await;
+    assert!(
+        matches!(&alice, Err(Error::Config(m)) if m.contains("quorum = 2")),
+        "{alice:?}"
+    );
+    // A rule's @approvers narrows who may approve.
+    let asked = decide(&g, "refund", r#"{"amount":5}"#).await;
+    let Ok(Decided::Ask { draft, .. }) = asked else {
+        panic!("a refund asks: {asked:?}")
+    };
+    let (id, rev) = (draft.id().as_str(), draft.revision().to_hex());
+    let alice = g.approve(id, &rev, "alice", Channel::Cli).await;
+    assert!(
+        matches!(alice, Err(Error::ApproverNotAllowed { .. })),
+        "{alice:?}"
+    );
+    g.approve(id, &rev, "bob", Channel::Cli).await.expect("bob");
+    let action = CountingAction::default();
+    let ran = g.execute(id, &rev, "op-1", &action).await;
+    assert!(ran.is_ok(), "{ran:?}");
+    assert_eq!(action.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
 
 /// A rate ceiling holds for calls the rules run without a draft.

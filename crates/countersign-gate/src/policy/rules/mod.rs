@@ -92,8 +92,9 @@ pub enum Ruling {
 }
 
 /// What a person's approval must meet when the rules ask for one: the strictest of the
-/// applicable `@approval` rules.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// applicable `@approval` rules. Kept with the draft, so approve and execute hold it to them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Ask {
     /// Every applicable rule's id (the asking ones and any plain permits).
     pub rules: Vec<String>,

@@ -59,10 +59,11 @@ impl ClaimCtx<'_> {
         if !draft.is_intact() {
             return refuse(Error::Tampered);
         }
-        let tool = match self.gate.policy.lookup(&draft.action) {
+        let tool = match self.gate.policy.for_draft(&draft) {
             Ok(t) => t,
             Err(e) => return refuse(e),
         };
+        let tool: &ToolPolicy = &tool;
         let idempotent = IdempotentTool::from_policy(tool.idempotent);
         match snap.operation {
             Some(op) if op.fingerprint != self.fingerprint => refuse(Error::OperationIdConflict),

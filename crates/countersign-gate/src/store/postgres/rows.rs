@@ -10,7 +10,7 @@ use crate::model::{Draft, DraftId, OpStatus, Operation};
 use crate::store::Commit;
 use crate::store::rows::{
     hidden_from_row, hidden_to_row, only_state_moved, principal_from_row, principal_to_row,
-    revision_from_row, state_from_row, state_to_row,
+    revision_from_row, ruling_from_row, ruling_to_row, state_from_row, state_to_row,
 };
 
 pub(super) fn draft_row(r: &tokio_postgres::Row) -> Result<Draft> {
@@ -29,6 +29,7 @@ pub(super) fn draft_row(r: &tokio_postgres::Row) -> Result<Draft> {
         created_at: int(8)?,
         expires_at: int(9)?,
         state: state_from_row(&text(10)?, &text(11)?)?,
+        ruling: ruling_from_row(r.try_get::<_, Option<String>>(13).map_err(pg)?.as_deref())?,
     })
 }
 
@@ -115,6 +116,7 @@ pub(super) enum DraftRow {
         principal: String,
         state: &'static str,
         detail: String,
+        ruling: Option<String>,
     },
     /// Only the state, which alone moved from the row this transaction read.
     State { state: &'static str, detail: String },
@@ -159,6 +161,7 @@ impl<'c> Bound<'c> {
                     principal: principal_to_row(&d.principal),
                     state,
                     detail,
+                    ruling: ruling_to_row(d.ruling.as_ref()),
                 }
             }),
             revision: commit.revision.as_ref().map(|r| RevisionRow {

@@ -51,10 +51,11 @@ CREATE INDEX IF NOT EXISTS gate_rate_tool_at ON {s}.gate_rate (tool, at);
 CREATE TABLE IF NOT EXISTS {s}.gate_audit (seq BIGINT PRIMARY KEY, digest TEXT NOT NULL, body BYTEA NOT NULL);
 ALTER TABLE {s}.gate_drafts ADD COLUMN IF NOT EXISTS editor TEXT;
 ALTER TABLE {s}.gate_revisions ADD COLUMN IF NOT EXISTS editor TEXT;
+ALTER TABLE {s}.gate_drafts ADD COLUMN IF NOT EXISTS ruling TEXT;
 ";
 
 pub(super) const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
-                             created_at, expires_at, state, detail, editor";
+                             created_at, expires_at, state, detail, editor, ruling";
 pub(super) const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
                           error, attempts, started_at, finished_at, principal";
 
@@ -132,10 +133,11 @@ impl Sql {
                 "SELECT COUNT(*), MIN(at) FROM {s}.gate_rate WHERE tool = $1 AND at > $2"
             ),
             upsert_draft: format!(
-                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
+                "INSERT INTO {s}.gate_drafts ({DRAFT_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14)
                  ON CONFLICT (id) DO UPDATE SET seq=EXCLUDED.seq, revision=EXCLUDED.revision,
                  canonical=EXCLUDED.canonical, hidden=EXCLUDED.hidden, expires_at=EXCLUDED.expires_at,
-                 state=EXCLUDED.state, detail=EXCLUDED.detail, editor=EXCLUDED.editor"
+                 state=EXCLUDED.state, detail=EXCLUDED.detail, editor=EXCLUDED.editor,
+                 ruling=EXCLUDED.ruling"
             ),
             // An approval, a claim and an outcome move only the state: the upsert would send
             // the envelope again and make the server write it again (a new TOAST value and

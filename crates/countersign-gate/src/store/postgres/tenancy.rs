@@ -49,10 +49,11 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
     let row = c
         .query_one(
             "SELECT (SELECT bool_and(to_regclass(n) IS NOT NULL) FROM unnest($1::text[]) AS n)
-                AND (SELECT count(*) = 3 FROM information_schema.columns
+                AND (SELECT count(*) = 4 FROM information_schema.columns
                     WHERE table_schema = $2
                       AND (table_name, column_name) IN (('gate_operations', 'principal'),
-                          ('gate_drafts', 'editor'), ('gate_revisions', 'editor')))",
+                          ('gate_drafts', 'editor'), ('gate_revisions', 'editor'),
+                          ('gate_drafts', 'ruling')))",
             &[&names, &schema],
         )
         .await

@@ -82,6 +82,7 @@ pub(super) fn writes<'a>(
                 principal,
                 state,
                 detail,
+                ruling,
             }),
         ) => {
             out.push(Box::pin(async move {
@@ -101,6 +102,7 @@ pub(super) fn writes<'a>(
                         state,
                         detail,
                         &d.editor,
+                        ruling,
                     ],
                 )
                 .await

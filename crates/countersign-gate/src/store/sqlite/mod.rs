@@ -34,7 +34,7 @@ use reads::{bytes, get_draft, get_op, read_draft};
 use tx::Immediate;
 
 const DRAFT_COLUMNS: &str = "id, action, risk, seq, revision, canonical, hidden, principal, \
-                             created_at, expires_at, state, detail, editor";
+                             created_at, expires_at, state, detail, editor, ruling";
 const OP_COLUMNS: &str = "id, fingerprint, draft_id, revision, status, owner, lease_until, result, \
                           error, attempts, started_at, finished_at, principal";
 
@@ -198,10 +198,11 @@ fn write(
         let (state, detail) = state_to_row(&d.state);
         let sql = format!(
             "INSERT INTO gate_drafts ({DRAFT_COLUMNS})
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)
              ON CONFLICT(id) DO UPDATE SET seq=excluded.seq, revision=excluded.revision,
              canonical=excluded.canonical, hidden=excluded.hidden, expires_at=excluded.expires_at,
-             state=excluded.state, detail=excluded.detail, editor=excluded.editor"
+             state=excluded.state, detail=excluded.detail, editor=excluded.editor,
+             ruling=excluded.ruling"
         );
         conn.prepare_cached(&sql)
             .map_err(db)?
@@ -218,7 +219,8 @@ fn write(
                 d.expires_at,
                 state,
                 detail,
-                d.editor
+                d.editor,
+                crate::store::rows::ruling_to_row(d.ruling.as_ref())
             ])
             .map_err(db)?;
     }

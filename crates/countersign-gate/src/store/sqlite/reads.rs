@@ -6,7 +6,9 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{DRAFT_COLUMNS, OP_COLUMNS, db};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, OpStatus, Operation};
-use crate::store::rows::{hidden_from_row, principal_from_row, revision_from_row, state_from_row};
+use crate::store::rows::{
+    hidden_from_row, principal_from_row, revision_from_row, ruling_from_row, state_from_row,
+};
 
 /// Bytes of a BLOB or TEXT column: an edited row may hold either, and must still be read so
 /// verification can report it rather than fail to look.
@@ -32,6 +34,7 @@ pub(super) fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Dra
     let state: String = row.get(10)?;
     let detail: String = row.get(11)?;
     let editor: Option<String> = row.get(12)?;
+    let ruling: Option<String> = row.get(13)?;
     Ok((|| {
         Ok(Draft {
             id: DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))?,
@@ -46,6 +49,7 @@ pub(super) fn read_draft(row: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Dra
             created_at,
             expires_at,
             state: state_from_row(&state, &detail)?,
+            ruling: ruling_from_row(ruling.as_deref())?,
         })
     })())
 }

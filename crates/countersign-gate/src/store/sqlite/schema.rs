@@ -114,11 +114,14 @@ ALTER TABLE gate_revisions ADD COLUMN editor TEXT;
 
 /// v6 keeps what budgets spent (CONTRACT.md section 6): per (budget, scope) and millisecond,
 /// the sum of the amounts spent then. The key is the table's own index, so a budget's total is
-/// one range scan of it, and a spend prunes the same range behind its window.
+/// one range scan of it, and a spend prunes the same range behind its window. Each draft keeps
+/// what the rules asked of its approval (NULL: no rule asked), so approve and execute hold it to
+/// the quorum and approvers the rules named.
 const MIGRATE_V6: &str = "
 CREATE TABLE gate_budget (
     name TEXT NOT NULL, scope TEXT NOT NULL, at INTEGER NOT NULL, amount INTEGER NOT NULL,
     PRIMARY KEY (name, scope, at)) WITHOUT ROWID;
+ALTER TABLE gate_drafts ADD COLUMN ruling TEXT;
 ";
 
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
