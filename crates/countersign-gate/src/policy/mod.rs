@@ -37,6 +37,7 @@ pub use bundle::{PolicyBundle, RULES_FILE, beside};
 pub use countersign_token::RiskClass as Risk;
 pub use parse::parse_duration;
 pub use sig_file::{AdminSignature, PolicySignatures, SIGNATURES_FILE};
+pub(crate) use signed::verify_admin;
 pub use signed::{CountedSignature, SignedPolicy, check_signed, load_signed};
 
 /// What the gate does with a tool's calls.
