@@ -76,6 +76,9 @@ enum Command {
     Approvers(cmd::approvers::ApproversCommand),
     /// Write a draft's receipt, or verify one offline.
     Receipt(cmd::receipt::ReceiptArgs),
+    /// The policy as a whole: sign it as a policy admin, or check its admins' signatures.
+    #[command(subcommand)]
+    Policy(cmd::policy::PolicyCommand),
 }
 
 fn main() -> ExitCode {
@@ -115,5 +118,6 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Resolve(args) => cmd::signed::resolve(ctx, args),
         Command::Approvers(command) => cmd::approvers::run(ctx, command),
         Command::Receipt(args) => cmd::receipt::run(ctx, args),
+        Command::Policy(command) => cmd::policy::run(ctx, command),
     }
 }

@@ -2,8 +2,8 @@
 //! receipt written by the real CLI after ssh-signed approvals (or from nothing), is rewritten
 //! the way an attacker would — records changed, the chain hashed again, the spelled-out parts
 //! made to agree — and must be refused, naming the part that fails. The rule a verification
-//! relies on comes from the operator's policy file (`--config`) when given, and the verdict says
-//! where it came from.
+//! relies on comes from the operator's policy file (`--config`) when given, else from the policy
+//! the receipt carries signed by policy admins, and the verdict says where it came from.
 
 mod signed;
 
@@ -43,10 +43,32 @@ fn assert_fails_at(out: &Output, part: &str) {
     );
 }
 
+/// Refused at the part `signed policy`, saying `why`.
+fn assert_policy_refused(out: &Output, why: &str) {
+    assert_fails_at(out, "signed policy");
+    let err = signed::stderr(out);
+    assert!(err.contains(why), "{err}");
+}
+
 /// A draft of `publish_post` approved by alice and bob with their SSH keys through the real
 /// CLI, run, and its receipt written by the CLI; the policy file is the one the server applied.
 fn genuine(policy: &str) -> (Env, PathBuf, Value) {
-    let env = Env::new(policy, &[("alice", None), ("bob", None)]);
+    written(Env::new(policy, &[("alice", None), ("bob", None)]))
+}
+
+/// The same under a policy its admins signed with `countersign policy sign`: alice (also an
+/// approver) and carol (an admin only), with `admin_quorum = 2`.
+fn genuine_signed(policy: &str) -> (Env, PathBuf, Value) {
+    let mut env = Env::new(policy, &[("alice", None), ("bob", None)]);
+    env.set_admins(Some(2), &["alice", "carol"]);
+    for admin in ["alice", "carol"] {
+        let out = env.sign_policy(admin, false);
+        assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    }
+    written(env)
+}
+
+fn written(env: Env) -> (Env, PathBuf, Value) {
     let d = env.propose(r#"{"title":"receipt","body":"évidence"}"#, None);
     let other = env.propose(r#"{"title":"in between"}"#, None);
     assert!(env.approve_signed(env.key("alice"), &[&d]).status.success());
@@ -116,6 +138,25 @@ fn without_bob(receipt: &Value, approvers: &str) -> Vec<Value> {
         }
     }
     records
+}
+
+/// `receipt` rewritten to need one person: bob's approval taken out, and the run's quorum and
+/// the receipt's claim made 1. Returns the records to chain again and the receipt.
+fn quorum_one(receipt: &Value) -> (Vec<Value>, Value) {
+    let mut records = without_bob(receipt, "alice");
+    let id = receipt["draft_id"].as_str().expect("id");
+    for r in &mut records {
+        if is(r, "execute", id) {
+            r["quorum"] = json!(1);
+        }
+    }
+    let mut forged = receipt.clone();
+    forged["approvals"]
+        .as_array_mut()
+        .expect("approvals")
+        .retain(|a| a["approver"] != "bob");
+    forged["policy"]["quorum"] = json!(1);
+    (records, forged)
 }
 
 #[test]
@@ -202,19 +243,7 @@ fn a_receipt_made_from_nothing_with_an_unsigned_approval_is_refused() {
 #[test]
 fn a_quorum_of_two_rewritten_to_one_is_refused_against_the_policy_file() {
     let (env, file, receipt) = genuine(&format!("{TOOL}quorum = 2\n"));
-    let mut records = without_bob(&receipt, "alice");
-    let id = receipt["draft_id"].as_str().expect("id");
-    for r in &mut records {
-        if is(r, "execute", id) {
-            r["quorum"] = json!(1);
-        }
-    }
-    let mut forged = receipt.clone();
-    forged["approvals"]
-        .as_array_mut()
-        .expect("approvals")
-        .retain(|a| a["approver"] != "bob");
-    forged["policy"]["quorum"] = json!(1);
+    let (records, forged) = quorum_one(&receipt);
     let out_file = env.dir().join("quorum-one.json");
     forge(&forged, records, &out_file);
     let approvers = env.approvers();
@@ -346,4 +375,99 @@ fn a_receipt_names_the_editor_and_refuses_an_approver_who_edited_the_revision() 
     let file = env.dir().join("hidden.json");
     std::fs::write(&file, canonical(&hidden)).expect("write");
     assert_fails_at(&verify(&file, &["--approvers", path(&approvers)]), "editor");
+}
+
+#[test]
+fn a_receipt_carries_the_signed_policy_and_takes_its_rule_from_it() {
+    let (env, file, receipt) = genuine_signed(&format!("{TOOL}quorum = 2\n"));
+    let sealed = &receipt["signed_policy"];
+    let written = std::fs::read_to_string(env.home().join("countersign.toml")).expect("policy");
+    assert_eq!(sealed["toml"], written.as_str(), "{sealed}");
+    assert_eq!(sealed["rules"], Value::Null);
+    let verified = env.run(&["--json", "policy", "verify"]);
+    let digest = serde_json::from_slice::<Value>(&verified.stdout).expect("json")["digest"].clone();
+    assert_eq!(sealed["digest"], digest);
+
+    let approvers = env.approvers();
+    let out = verify(&file, &["--approvers", path(&approvers)]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let text = signed::stdout(&out);
+    assert!(
+        text.contains("rule relied on: quorum 2, signed true")
+            && text.contains("from the receipt's signed policy")
+            && text.contains("signed by the policy admins of the approvers file")
+            && text.contains("signed by alice, carol"),
+        "{text}"
+    );
+    let v: Value =
+        serde_json::from_slice(&verify(&file, &["--approvers", path(&approvers), "--json"]).stdout)
+            .expect("json");
+    assert_eq!(v["rule"]["source"], "signed_policy", "{v}");
+    assert_eq!(v["signed_policy"]["admins"], json!(["alice", "carol"]));
+    assert_eq!(v["signed_policy"]["admins_checked"], true);
+    // Without the approvers file the admins' keys are only the receipt's, and it says so.
+    let out = verify(&file, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    assert!(signed::stdout(&out).contains("keys in the receipt only"));
+    // The operator's policy file still wins when given.
+    let policy = env.home().join("countersign.toml");
+    let out = verify(
+        &file,
+        &[
+            "--approvers",
+            path(&approvers),
+            "--config",
+            path(&policy),
+            "--json",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["rule"]["source"], "policy", "{v}");
+}
+
+#[test]
+fn a_receipt_whose_signed_policy_quorum_was_edited_is_refused() {
+    let (env, _, receipt) = genuine_signed(&format!("{TOOL}quorum = 2\n"));
+    let (records, mut forged) = quorum_one(&receipt);
+    // ...and the signed policy edited to match.
+    let edited = receipt["signed_policy"]["toml"]
+        .as_str()
+        .expect("toml")
+        .replace("quorum = 2", "quorum = 1");
+    forged["signed_policy"]["toml"] = json!(edited);
+    let approvers = env.approvers();
+    let trusted = ["--approvers", path(&approvers)];
+    let file = env.dir().join("edited-policy.json");
+    forge(&forged, records.clone(), &file);
+    assert_policy_refused(
+        &verify(&file, &trusted),
+        "does not hash to the digest the admins signed",
+    );
+    assert_fails_at(&verify(&file, &[]), "signed policy");
+    // With the digest made to match the edit, the admins' signatures no longer verify.
+    let digest = countersign_gate::policy::PolicyBundle::new(edited, None)
+        .digest()
+        .expect("digest");
+    forged["signed_policy"]["digest"] = json!(digest.to_hex());
+    forge(&forged, records.clone(), &file);
+    assert_policy_refused(&verify(&file, &trusted), "admin \"alice\"");
+    // Taking the signed policy out leads back to the claim only for a verifier without admins.
+    forged
+        .as_object_mut()
+        .expect("object")
+        .remove("signed_policy");
+    forge(&forged, records, &file);
+    assert_policy_refused(&verify(&file, &trusted), "carries no signed policy");
+    let out = verify(&file, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    assert!(signed::stdout(&out).contains("the receipt's own claim"));
+    // One admin's signature dropped: below the approvers file's admin_quorum of 2.
+    let mut one = receipt.clone();
+    one["signed_policy"]["signatures"]
+        .as_array_mut()
+        .expect("signatures")
+        .retain(|s| s["admin"] != "carol");
+    let file = env.dir().join("one-admin.json");
+    std::fs::write(&file, canonical(&one)).expect("write");
+    assert_policy_refused(&verify(&file, &trusted), "admin_quorum is 2");
 }

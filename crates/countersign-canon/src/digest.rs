@@ -27,17 +27,21 @@ pub enum Domain {
     Audit,
     /// `countersign/v1/approval`: an approval statement; its raw bytes are the WebAuthn challenge.
     Approval,
+    /// `countersign/v1/policy`: a policy bundle (the policy file as JSON and the rules text), the
+    /// bytes policy admins sign.
+    Policy,
 }
 
 impl Domain {
     /// Every domain, in contract order.
-    pub const ALL: [Domain; 6] = [
+    pub const ALL: [Domain; 7] = [
         Domain::Revision,
         Domain::Args,
         Domain::Tool,
         Domain::Fingerprint,
         Domain::Audit,
         Domain::Approval,
+        Domain::Policy,
     ];
 
     /// The full domain string, e.g. `countersign/v1/revision`.
@@ -49,6 +53,7 @@ impl Domain {
             Domain::Fingerprint => "countersign/v1/fingerprint",
             Domain::Audit => "countersign/v1/audit",
             Domain::Approval => "countersign/v1/approval",
+            Domain::Policy => "countersign/v1/policy",
         }
     }
 
@@ -61,6 +66,7 @@ impl Domain {
             Domain::Fingerprint => "fingerprint",
             Domain::Audit => "audit",
             Domain::Approval => "approval",
+            Domain::Policy => "policy",
         }
     }
 

@@ -133,6 +133,19 @@ pub enum Error {
     /// The statement's nonce was used before: a statement approves once.
     #[error("this approval statement was used before; sign a new one")]
     StatementReplayed,
+    /// The approvers file names policy admins and fewer of them than `admin_quorum` signed this
+    /// policy's digest: nothing is decided under it.
+    #[error("policy unsigned: {have} of {need} admin signatures hold for policy {digest}: {why}")]
+    PolicyUnsigned {
+        /// The policy's digest (64 hex), for the admins to sign.
+        digest: String,
+        /// Distinct admins whose signatures over that digest verify.
+        have: u32,
+        /// `admin_quorum`.
+        need: u32,
+        /// What did not count, and why.
+        why: String,
+    },
 }
 
 /// The code of an [`Error`]: the codes of CONTRACT.md section 8, and `STORE_TAMPERED` and
@@ -180,6 +193,8 @@ pub enum ErrorCode {
     ApproverNotAllowed,
     /// `TOKEN_REPLAYED`: an approval statement used a second time.
     TokenReplayed,
+    /// `POLICY_UNSIGNED`.
+    PolicyUnsigned,
 }
 
 impl ErrorCode {
@@ -206,12 +221,15 @@ impl ErrorCode {
             ErrorCode::SignatureInvalid => "SIGNATURE_INVALID",
             ErrorCode::ApproverNotAllowed => "APPROVER_NOT_ALLOWED",
             ErrorCode::TokenReplayed => "TOKEN_REPLAYED",
+            ErrorCode::PolicyUnsigned => "POLICY_UNSIGNED",
         }
     }
 
     /// What kind of failure the code names: invalid arguments are invalid input, a store that
     /// cannot be reached or a configuration that cannot work is the environment, and every
-    /// other code is the gate saying no.
+    /// other code is the gate saying no. An unsigned policy is a no, not a broken file: the
+    /// question "did enough admins sign this policy?" has an answer, and it is no (a server
+    /// refusing to start on it still stops, as for any failure before it serves).
     pub const fn class(self) -> ErrorClass {
         match self {
             ErrorCode::InvalidArgument => ErrorClass::Input,
@@ -232,7 +250,8 @@ impl ErrorCode {
             | ErrorCode::StoreTampered
             | ErrorCode::SignatureInvalid
             | ErrorCode::ApproverNotAllowed
-            | ErrorCode::TokenReplayed => ErrorClass::Refusal,
+            | ErrorCode::TokenReplayed
+            | ErrorCode::PolicyUnsigned => ErrorClass::Refusal,
         }
     }
 }
@@ -269,6 +288,7 @@ impl Error {
             Error::SignatureInvalid { .. } => ErrorCode::SignatureInvalid,
             Error::ApproverNotAllowed { .. } => ErrorCode::ApproverNotAllowed,
             Error::StatementReplayed => ErrorCode::TokenReplayed,
+            Error::PolicyUnsigned { .. } => ErrorCode::PolicyUnsigned,
         }
     }
 
@@ -398,6 +418,11 @@ mod tests {
                 ErrorCode::ConfigInvalid,
                 "CONFIG_INVALID",
                 ErrorClass::Environment,
+            ),
+            (
+                ErrorCode::PolicyUnsigned,
+                "POLICY_UNSIGNED",
+                ErrorClass::Refusal,
             ),
         ] {
             assert_eq!((code.as_str(), code.class()), (text, class));

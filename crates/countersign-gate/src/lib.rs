@@ -56,7 +56,8 @@
 //! [`ActionPort`], [`open`] for a store URL). The namespaces are what a reader looks at on its
 //! own:
 //!
-//! * [`policy`]: the policy file and what it resolves to, per tool.
+//! * [`policy`]: the policy file and what it resolves to, per tool; the policy and rules files
+//!   as one digest, and whether enough policy admins signed it.
 //! * [`state`]: the draft lifecycle as types, and the approvals a draft holds.
 //! * [`approval`]: signed approvals — the approvers file, statements, SSH and passkey
 //!   signatures.

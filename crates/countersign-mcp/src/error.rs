@@ -301,3 +301,35 @@ fn refusal(
     result.structured_content = Some(structured);
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use countersign_canon::ErrorClass;
+
+    use super::Error;
+
+    /// An unsigned policy reaches an agent as `POLICY_UNSIGNED`, not retryable, and stops a
+    /// server at start-up as any refusal before serving does (exit 3).
+    #[test]
+    fn an_unsigned_policy_keeps_its_contract_code() {
+        let e = Error::from(countersign_gate::Error::PolicyUnsigned {
+            digest: "ab".repeat(32),
+            have: 1,
+            need: 2,
+            why: "\"bob\": signature invalid".into(),
+        });
+        assert_eq!(e.code().as_str(), "POLICY_UNSIGNED");
+        assert_eq!(e.code().class(), ErrorClass::Refusal);
+        assert!(!e.retryable());
+        let result = e.into_result();
+        assert_eq!(result.is_error, Some(true));
+        let error = &result.structured_content.expect("structured")["error"];
+        assert_eq!(error["code"], "POLICY_UNSIGNED");
+        assert_eq!(error["retryable"], false);
+        assert!(
+            error["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("1 of 2"))
+        );
+    }
+}

@@ -10,7 +10,8 @@ use crate::output::{Ctx, Failure, Report};
 /// Subcommands of `countersign approvers`.
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ApproversCommand {
-    /// Validate the file (`--approvers` or `COUNTERSIGN_APPROVERS`): syntax, keys, permissions.
+    /// Validate the file (`--approvers` or `COUNTERSIGN_APPROVERS`): syntax, keys, permissions,
+    /// policy admins and their quorum.
     Check,
     /// List approvers with their tenants and key fingerprints.
     List,
@@ -38,7 +39,8 @@ pub(crate) enum ApproversCommand {
     },
 }
 
-fn load(ctx: &Ctx) -> Result<Approvers, Failure> {
+/// The approvers file named by `--approvers` or `COUNTERSIGN_APPROVERS`, which the command needs.
+pub(crate) fn load(ctx: &Ctx) -> Result<Approvers, Failure> {
     let path = ctx.approvers.as_ref().ok_or_else(|| {
         Failure::invalid(
             "INVALID_ARGUMENT",
@@ -53,9 +55,23 @@ pub(crate) fn run(ctx: &Ctx, command: ApproversCommand) -> Result<Report, Failur
         ApproversCommand::Check => {
             let a = load(ctx)?;
             let n = a.iter().count();
+            let admins = a.admins().len();
+            let signing = if a.has_admins() {
+                format!(
+                    ", {admins} policy admin(s), admin_quorum {}",
+                    a.admin_quorum()
+                )
+            } else {
+                String::new()
+            };
             Ok(Report::text(
-                format!("ok: {n} approvers"),
-                serde_json::json!({ "ok": true, "approvers": n }),
+                format!("ok: {n} approvers{signing}"),
+                serde_json::json!({
+                    "ok": true,
+                    "approvers": n,
+                    "admins": admins,
+                    "admin_quorum": a.has_admins().then(|| a.admin_quorum()),
+                }),
             ))
         }
         ApproversCommand::List => {

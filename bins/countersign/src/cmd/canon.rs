@@ -26,7 +26,7 @@ pub(crate) struct CanonArgs {
 /// Arguments of `countersign digest`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct DigestArgs {
-    /// Domain name: revision, args, tool, fingerprint or audit.
+    /// Domain name: revision, args, tool, fingerprint, audit, approval or policy.
     #[arg(long)]
     domain: String,
     /// Digest the bytes as given instead of their canonical form.
@@ -69,7 +69,7 @@ pub(crate) fn digest(_ctx: &Ctx, args: DigestArgs) -> Result<Report, Failure> {
         Failure::invalid(
             "INVALID_ARGUMENT",
             format!(
-                "unknown domain {:?} (expected revision, args, tool, fingerprint, audit or approval)",
+                "unknown domain {:?} (expected revision, args, tool, fingerprint, audit, approval or policy)",
                 args.domain
             ),
         )

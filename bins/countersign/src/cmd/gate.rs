@@ -103,18 +103,11 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 /// a server's policy already sent the call to approval, so this adds no way in. A named file that
 /// cannot be read fails closed; only the default location may be absent.
 pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
-    match &ctx.config {
-        Some(path) => Policy::load_applied(path).map_err(|e| failure(&e)),
-        None => {
-            let path = countersign_replay::home_dir()
-                .map_err(|e| Failure::environment("CONFIG_INVALID", e.to_string()))?
-                .join("countersign.toml");
-            if path.exists() {
-                Policy::load_applied(&path).map_err(|e| failure(&e))
-            } else {
-                Policy::applied(None).map_err(|e| failure(&e))
-            }
-        }
+    let path = super::policy::policy_path(ctx)?;
+    if ctx.config.is_some() || path.exists() {
+        Policy::load_applied(&path).map_err(|e| failure(&e))
+    } else {
+        Policy::applied(None).map_err(|e| failure(&e))
     }
 }
 

@@ -1,15 +1,17 @@
 //! `countersign receipt DRAFT` and `countersign receipt verify FILE`: evidence out, and checked
 //! offline with nothing but the file, the approvers file (to name the people) and the operator's
-//! policy file (`--config`, for the quorum and signature rule a receipt cannot vouch for itself).
+//! policy file (`--config`, for the quorum and signature rule a receipt cannot vouch for itself),
+//! or else the policy the receipt carries signed by the policy admins the approvers file names.
 
 use std::path::PathBuf;
 
 use countersign_gate::approval::Approvers;
-use countersign_gate::policy::Policy;
+use countersign_gate::policy::{Policy, SignedPolicy, load_signed};
 use countersign_gate::receipt::{RuleSource, Trust, Verified, verify_receipt};
 
 use super::gate::{empty_policy, failure, open_gate};
 use super::ledger::block_on;
+use super::policy::{PolicyFiles, policy_path};
 use crate::output::{Ctx, Failure, Report};
 
 /// Arguments of `countersign receipt`.
@@ -23,6 +25,10 @@ pub(crate) struct ReceiptArgs {
     /// Write the receipt here (mode 0600) instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// With policy admins in the approvers file, the receipt carries the policy (--config, and
+    /// this rules file) with their signatures from countersign.sig.
+    #[command(flatten)]
+    files: PolicyFiles,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -47,7 +53,7 @@ pub(crate) fn run(ctx: &Ctx, args: ReceiptArgs) -> Result<Report, Failure> {
             }),
             _,
         ) => verify(ctx, &file, allow_unsigned),
-        (None, Some(draft)) => write(ctx, &draft, args.out),
+        (None, Some(draft)) => write(ctx, &draft, args.out, &args.files),
         (None, None) => Err(Failure::invalid(
             "INVALID_ARGUMENT",
             "receipt DRAFT [--out FILE], or receipt verify FILE",
@@ -55,19 +61,52 @@ pub(crate) fn run(ctx: &Ctx, args: ReceiptArgs) -> Result<Report, Failure> {
     }
 }
 
-fn write(ctx: &Ctx, draft: &str, out: Option<PathBuf>) -> Result<Report, Failure> {
+/// The signed policy a receipt carries: the policy files as they stand, judged as a server
+/// judges them, when the approvers file names policy admins (without admins there is nothing
+/// signed to carry). A policy that is not signed fails the command: a server would not run
+/// under it either.
+fn signed_policy(ctx: &Ctx, files: &PolicyFiles) -> Result<Option<SignedPolicy>, Failure> {
+    let Some(path) = &ctx.approvers else {
+        return Ok(None);
+    };
+    let approvers = Approvers::load(path).map_err(|e| failure(&e))?;
+    if !approvers.has_admins() {
+        return Ok(None);
+    }
+    load_signed(&policy_path(ctx)?, files.rules.as_deref(), &approvers)
+        .map(Some)
+        .map_err(|e| failure(&e))
+}
+
+fn write(
+    ctx: &Ctx,
+    draft: &str,
+    out: Option<PathBuf>,
+    files: &PolicyFiles,
+) -> Result<Report, Failure> {
+    let signed = signed_policy(ctx, files)?;
     let bytes = block_on(async {
         let gate = open_gate(ctx, empty_policy()?).await?;
-        gate.receipt(draft).await.map_err(|e| failure(&e))
+        gate.receipt_with_policy(draft, signed.as_ref())
+            .await
+            .map_err(|e| failure(&e))
     })??;
+    let digest = signed.as_ref().map(|s| s.digest().to_hex());
     match out {
         Some(path) => {
             write_private(&path, &bytes).map_err(|e| {
                 Failure::environment("IO_ERROR", format!("cannot write {}: {e}", path.display()))
             })?;
+            let with = digest
+                .as_ref()
+                .map_or(String::new(), |d| format!(", with the signed policy {d}"));
             Ok(Report::text(
-                format!("receipt written to {}", path.display()),
-                serde_json::json!({ "written": path.display().to_string(), "bytes": bytes.len() }),
+                format!("receipt written to {}{with}", path.display()),
+                serde_json::json!({
+                    "written": path.display().to_string(),
+                    "bytes": bytes.len(),
+                    "signed_policy": digest,
+                }),
             ))
         }
         None => Ok(Report {
@@ -115,6 +154,16 @@ fn rule_source(v: &Verified, config: Option<&str>) -> String {
     match (v.rule().source, config) {
         (RuleSource::Policy, Some(path)) => format!("the policy file {path} (--config)"),
         (RuleSource::Policy, None) => "the policy file (--config)".into(),
+        (RuleSource::SignedPolicy, _) => match v.signed_policy() {
+            Some(seal) if seal.admins_checked() => format!(
+                "the receipt's signed policy {}, signed by the policy admins of the approvers file",
+                seal.signed().digest()
+            ),
+            _ => "the receipt's signed policy, whose signatures were checked against the keys \
+                  in the receipt only; pass --approvers FILE (with its [[admin]]s) to check they \
+                  are the policy admins'"
+                .into(),
+        },
         (RuleSource::Receipt, _) => "the receipt's own claim, which whoever wrote the receipt \
              could have chosen; pass --config FILE to check it against the operator's policy"
             .into(),
@@ -146,6 +195,14 @@ fn human(v: &Verified, config: Option<&str>) -> String {
     match &v.execution() {
         Some((op, outcome)) => human.push_str(&format!("executed as operation {op}: {outcome}\n")),
         None => human.push_str("not executed\n"),
+    }
+    if let Some(seal) = v.signed_policy() {
+        let names: Vec<String> = seal.signed().admins().map(super::gate::shown).collect();
+        human.push_str(&format!(
+            "carries policy {} signed by {}\n",
+            seal.signed().digest(),
+            names.join(", ")
+        ));
     }
     let r = &v.rule();
     human.push_str(&format!(
@@ -183,6 +240,11 @@ fn json(v: &Verified, config: Option<&str>) -> serde_json::Value {
         "approvals": approvals,
         "execution": v.execution().as_ref().map(|(op, o)| serde_json::json!({"operation_id": op, "outcome": o})),
         "keys_checked": v.keys_checked(),
+        "signed_policy": v.signed_policy().map(|seal| serde_json::json!({
+            "digest": seal.signed().digest().to_hex(),
+            "admins": seal.signed().admins().collect::<Vec<_>>(),
+            "admins_checked": seal.admins_checked(),
+        })),
         "rule": {
             "quorum": v.rule().quorum,
             "signed": v.rule().signed,

@@ -50,7 +50,7 @@ pub(crate) struct ResolveArgs {
 }
 
 /// The key path of `ssh:KEY`.
-fn ssh_key_path(spec: &str) -> Result<PathBuf, Failure> {
+pub(crate) fn ssh_key_path(spec: &str) -> Result<PathBuf, Failure> {
     spec.strip_prefix("ssh:")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
@@ -58,7 +58,7 @@ fn ssh_key_path(spec: &str) -> Result<PathBuf, Failure> {
 }
 
 /// The public half of KEY: KEY itself when it is a `.pub` file, else `KEY.pub`.
-fn public_key(key: &Path) -> Option<PublicKey> {
+pub(crate) fn public_key(key: &Path) -> Option<PublicKey> {
     let path = if key.extension().is_some_and(|e| e == "pub") {
         key.to_path_buf()
     } else {

@@ -70,8 +70,34 @@ impl Env {
         env
     }
 
+    /// Lists `admins` as policy admins (`[[admin]]`, with `admin_quorum` when given): a person
+    /// already in the file with their approver key, anyone else with a new key of their own.
+    pub(crate) fn set_admins(&mut self, quorum: Option<u32>, admins: &[&str]) {
+        let mut text = quorum.map_or(String::new(), |q| format!("admin_quorum = {q}\n"));
+        text.push_str(&std::fs::read_to_string(self.approvers()).expect("approvers"));
+        for name in admins {
+            if !self.keys.iter().any(|(n, _)| n == name) {
+                let key = Key::new(self.dir.path(), name);
+                self.keys.push(((*name).to_owned(), key));
+            }
+            text.push_str(&format!(
+                "[[admin]]\nname = \"{name}\"\nssh = [\"{}\"]\n\n",
+                self.key(name).public
+            ));
+        }
+        std::fs::write(self.approvers(), text).expect("approvers");
+    }
+
     pub(crate) fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// `countersign [--json] policy sign --sign ssh:KEY` with `name`'s key.
+    pub(crate) fn sign_policy(&self, name: &str, json: bool) -> Output {
+        let sign = format!("ssh:{}", self.key(name).path.display());
+        let mut args = if json { vec!["--json"] } else { Vec::new() };
+        args.extend(["policy", "sign", "--sign", &sign]);
+        self.run(&args)
     }
 
     pub(crate) fn home(&self) -> PathBuf {
@@ -171,6 +197,7 @@ impl Env {
             .env("COUNTERSIGN_APPROVERS", self.approvers())
             .env("COUNTERSIGN_HOME", self.home())
             .env_remove("COUNTERSIGN_STORE")
+            .env_remove("COUNTERSIGN_RULES")
             .env("USER", "tester")
             .stdin(Stdio::null());
         c

@@ -17,12 +17,25 @@ use ssh_key::public::KeyData;
 use crate::error::{Error, Result};
 
 /// The parsed approvers file.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Approvers {
     list: Vec<Approver>,
+    admins: Vec<Approver>,
+    admin_quorum: u32,
 }
 
-/// One person who may approve.
+impl Default for Approvers {
+    fn default() -> Self {
+        Approvers {
+            list: Vec::new(),
+            admins: Vec::new(),
+            admin_quorum: 1,
+        }
+    }
+}
+
+/// One person who may approve, or sign the policy (a policy admin, whose tenant is always
+/// `None`).
 #[derive(Debug, Clone)]
 pub struct Approver {
     name: String,
@@ -47,6 +60,9 @@ pub struct Passkey {
 struct RawFile {
     #[serde(default)]
     approver: Vec<RawApprover>,
+    #[serde(default)]
+    admin: Vec<RawAdmin>,
+    admin_quorum: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -58,6 +74,29 @@ struct RawApprover {
     ssh: Vec<String>,
     #[serde(default)]
     passkeys: Vec<RawPasskey>,
+}
+
+/// An `[[admin]]` entry: an approver's key forms, and no tenant, since a policy is one for all
+/// tenants.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdmin {
+    name: String,
+    #[serde(default)]
+    ssh: Vec<String>,
+    #[serde(default)]
+    passkeys: Vec<RawPasskey>,
+}
+
+impl From<RawAdmin> for RawApprover {
+    fn from(a: RawAdmin) -> Self {
+        RawApprover {
+            name: a.name,
+            tenant: None,
+            ssh: a.ssh,
+            passkeys: a.passkeys,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,11 +124,16 @@ impl Approvers {
             .map_err(|e| config(format!("approvers {}: {}", path.display(), strip(&e))))
     }
 
-    /// Parses approvers from TOML text.
+    /// Parses approvers and policy admins from TOML text.
+    ///
+    /// A name is a person, so the same name may be both an approver and an admin; within each
+    /// list a name and a key (ssh key, passkey credential id or passkey public key) appear once,
+    /// and a key listed in both lists must be listed under the same name in both: one key
+    /// names exactly one person.
     ///
     /// # Errors
-    /// `CONFIG_INVALID` for unknown keys, a name twice, a key listed twice, or a key that does
-    /// not parse.
+    /// `CONFIG_INVALID` for unknown keys, a name twice, a key listed twice, a key that does
+    /// not parse, or an `admin_quorum` below 1, above the number of admins, or without admins.
     pub fn from_toml(text: &str) -> Result<Self> {
         let raw: RawFile = toml::from_str(text).map_err(|e| {
             config(
@@ -100,56 +144,39 @@ impl Approvers {
                     .to_owned(),
             )
         })?;
-        let mut names = BTreeSet::new();
-        let mut keys: Vec<(KeyData, String)> = Vec::new();
-        let mut list = Vec::with_capacity(raw.approver.len());
-        for a in raw.approver {
-            if a.name.is_empty() || a.name.chars().any(char::is_control) {
+        let list = people("approver", raw.approver)?;
+        let admins = people("admin", raw.admin.into_iter().map(Into::into).collect())?;
+        for admin in &admins {
+            let clash = list
+                .iter()
+                .find(|a| a.name != admin.name && a.shares_key(admin));
+            if let Some(approver) = clash {
+                return Err(config(format!(
+                    "one key is listed for approver {:?} and admin {:?}: a key must name \
+                     exactly one person",
+                    approver.name, admin.name
+                )));
+            }
+        }
+        let admin_quorum = match (raw.admin_quorum, admins.len()) {
+            (None, _) => 1,
+            (Some(_), 0) => {
                 return Err(config(
-                    "an approver name is empty or holds control characters".into(),
+                    "admin_quorum is set but no [[admin]] is listed".into(),
                 ));
             }
-            if !names.insert(a.name.clone()) {
-                return Err(config(format!("approver {:?} is listed twice", a.name)));
+            (Some(q), n) if q == 0 || q as usize > n => {
+                return Err(config(format!(
+                    "admin_quorum {q} must be at least 1 and at most the {n} admin(s) listed"
+                )));
             }
-            let mut ssh = Vec::with_capacity(a.ssh.len());
-            for line in &a.ssh {
-                let key = PublicKey::from_openssh(line.trim()).map_err(|_| {
-                    config(format!("approver {:?}: an ssh key does not parse", a.name))
-                })?;
-                if let Some((_, other)) = keys.iter().find(|(k, _)| k == key.key_data()) {
-                    return Err(config(format!(
-                        "one ssh key is listed for both {other:?} and {:?}",
-                        a.name
-                    )));
-                }
-                keys.push((key.key_data().clone(), a.name.clone()));
-                ssh.push(key);
-            }
-            let mut passkeys: Vec<Passkey> = Vec::with_capacity(a.passkeys.len());
-            for p in a.passkeys {
-                let p = passkey(&a.name, p)?;
-                let earlier = list
-                    .iter()
-                    .flat_map(|e: &Approver| e.passkeys.iter().map(move |k| (e.name.as_str(), k)))
-                    .chain(passkeys.iter().map(|k| (a.name.as_str(), k)));
-                if let Some((other, what)) = clash(earlier, &p) {
-                    return Err(config(format!(
-                        "one passkey {what} is listed for both {other:?} and {:?}: a passkey \
-                         must name exactly one person",
-                        a.name
-                    )));
-                }
-                passkeys.push(p);
-            }
-            list.push(Approver {
-                name: a.name,
-                tenant: a.tenant,
-                ssh,
-                passkeys,
-            });
-        }
-        Ok(Approvers { list })
+            (Some(q), _) => q,
+        };
+        Ok(Approvers {
+            list,
+            admins,
+            admin_quorum,
+        })
     }
 
     /// Every approver, in file order.
@@ -164,9 +191,7 @@ impl Approvers {
 
     /// The approver with the passkey whose credential id is `id`, and that passkey.
     pub fn by_passkey(&self, id: &[u8]) -> Option<(&Approver, &Passkey)> {
-        self.list
-            .iter()
-            .find_map(|a| a.passkeys.iter().find(|p| p.id == id).map(|p| (a, p)))
+        by_passkey(&self.list, id)
     }
 
     /// Who already holds `passkey` — its credential id, or its public key under any credential
@@ -182,10 +207,97 @@ impl Approvers {
 
     /// The approver one of whose ssh keys is `key`.
     pub fn by_ssh_key(&self, key: &PublicKey) -> Option<&Approver> {
-        self.list
-            .iter()
-            .find(|a| a.ssh.iter().any(|k| k.key_data() == key.key_data()))
+        by_ssh_key(&self.list, key)
     }
+
+    /// The policy admins (`[[admin]]`), in file order: who may sign the policy.
+    pub fn admins(&self) -> &[Approver] {
+        &self.admins
+    }
+
+    /// Whether the file lists policy admins; when it does, a policy is used only when enough of
+    /// them signed it (CONTRACT.md section 6, "Signed policy").
+    pub fn has_admins(&self) -> bool {
+        !self.admins.is_empty()
+    }
+
+    /// Distinct admins whose signatures a policy needs (`admin_quorum`, default 1).
+    pub fn admin_quorum(&self) -> u32 {
+        self.admin_quorum
+    }
+
+    /// The admin one of whose ssh keys is `key`.
+    pub fn admin_by_ssh_key(&self, key: &PublicKey) -> Option<&Approver> {
+        by_ssh_key(&self.admins, key)
+    }
+
+    /// The admin with the passkey whose credential id is `id`, and that passkey.
+    pub fn admin_by_passkey(&self, id: &[u8]) -> Option<(&Approver, &Passkey)> {
+        by_passkey(&self.admins, id)
+    }
+}
+
+fn by_ssh_key<'a>(list: &'a [Approver], key: &PublicKey) -> Option<&'a Approver> {
+    list.iter()
+        .find(|a| a.ssh.iter().any(|k| k.key_data() == key.key_data()))
+}
+
+fn by_passkey<'a>(list: &'a [Approver], id: &[u8]) -> Option<(&'a Approver, &'a Passkey)> {
+    list.iter()
+        .find_map(|a| a.passkeys.iter().find(|p| p.id == id).map(|p| (a, p)))
+}
+
+/// One list of the file (`approver` or `admin` entries): each name once, each key once.
+fn people(kind: &str, raw: Vec<RawApprover>) -> Result<Vec<Approver>> {
+    let mut names = BTreeSet::new();
+    let mut keys: Vec<(KeyData, String)> = Vec::new();
+    let mut list = Vec::with_capacity(raw.len());
+    for a in raw {
+        if a.name.is_empty() || a.name.chars().any(char::is_control) {
+            return Err(config(format!(
+                "an {kind} name is empty or holds control characters"
+            )));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(config(format!("{kind} {:?} is listed twice", a.name)));
+        }
+        let mut ssh = Vec::with_capacity(a.ssh.len());
+        for line in &a.ssh {
+            let key = PublicKey::from_openssh(line.trim())
+                .map_err(|_| config(format!("{kind} {:?}: an ssh key does not parse", a.name)))?;
+            if let Some((_, other)) = keys.iter().find(|(k, _)| k == key.key_data()) {
+                return Err(config(format!(
+                    "one ssh key is listed for both {other:?} and {:?}",
+                    a.name
+                )));
+            }
+            keys.push((key.key_data().clone(), a.name.clone()));
+            ssh.push(key);
+        }
+        let mut passkeys: Vec<Passkey> = Vec::with_capacity(a.passkeys.len());
+        for p in a.passkeys {
+            let p = passkey(kind, &a.name, p)?;
+            let earlier = list
+                .iter()
+                .flat_map(|e: &Approver| e.passkeys.iter().map(move |k| (e.name.as_str(), k)))
+                .chain(passkeys.iter().map(|k| (a.name.as_str(), k)));
+            if let Some((other, what)) = clash(earlier, &p) {
+                return Err(config(format!(
+                    "one passkey {what} is listed for both {other:?} and {:?}: a passkey \
+                     must name exactly one person",
+                    a.name
+                )));
+            }
+            passkeys.push(p);
+        }
+        list.push(Approver {
+            name: a.name,
+            tenant: a.tenant,
+            ssh,
+            passkeys,
+        });
+    }
+    Ok(list)
 }
 
 impl Approver {
@@ -213,19 +325,28 @@ impl Approver {
     pub fn passkeys(&self) -> &[Passkey] {
         &self.passkeys
     }
+
+    /// Whether `other` is listed with one of this person's ssh keys or passkeys.
+    fn shares_key(&self, other: &Approver) -> bool {
+        let ssh = other
+            .ssh
+            .iter()
+            .any(|k| self.ssh.iter().any(|m| m.key_data() == k.key_data()));
+        let mine = self.passkeys.iter().map(|k| (self.name.as_str(), k));
+        ssh || other
+            .passkeys
+            .iter()
+            .any(|p| clash(mine.clone(), p).is_some())
+    }
 }
 
-fn passkey(name: &str, p: RawPasskey) -> Result<Passkey> {
+fn passkey(kind: &str, name: &str, p: RawPasskey) -> Result<Passkey> {
     let b64 = |what: &str, text: &str| {
         URL_SAFE_NO_PAD
             .decode(text)
             .ok()
             .filter(|b| !b.is_empty() && URL_SAFE_NO_PAD.encode(b) == text)
-            .ok_or_else(|| {
-                config(format!(
-                    "approver {name:?}: passkey {what} is not base64url"
-                ))
-            })
+            .ok_or_else(|| config(format!("{kind} {name:?}: passkey {what} is not base64url")))
     };
     let origin_ok = p.origin.starts_with("https://")
         || p.origin.starts_with("http://localhost")
@@ -233,7 +354,7 @@ fn passkey(name: &str, p: RawPasskey) -> Result<Passkey> {
         || p.origin.starts_with("http://[::1]");
     if !origin_ok || p.origin.ends_with('/') {
         return Err(config(format!(
-            "approver {name:?}: passkey origin {:?} is not an https origin (or loopback http) \
+            "{kind} {name:?}: passkey origin {:?} is not an https origin (or loopback http) \
              without a trailing slash",
             p.origin
         )));
@@ -319,163 +440,6 @@ fn check_permissions(path: &Path) -> Result<std::path::PathBuf> {
     Ok(path.to_path_buf())
 }
 
-/// Turns a git-style `allowed_signers` file (`principals [options] keytype base64 [comment]`)
-/// into approvers-file TOML: one approver per principal, with every key listed for it.
-/// Certificate-authority lines are skipped (statements are signed by plain keys), and so are
-/// lines whose `namespaces=` option leaves out the approval namespace; both are reported.
-///
-/// # Errors
-/// `CONFIG_INVALID` for a line that does not parse.
-pub fn import_allowed_signers(text: &str) -> Result<(String, Vec<String>)> {
-    let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
-    let mut skipped = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let words = split_words(line);
-        let key_at = words
-            .iter()
-            .position(|w| is_key_type(w))
-            .filter(|&i| i >= 1 && i + 1 < words.len())
-            .ok_or_else(|| config(format!("allowed_signers line {}: no key", n + 1)))?;
-        let options = words[1..key_at].join(" ").to_ascii_lowercase();
-        if options.contains("cert-authority") {
-            skipped.push(format!("line {}: a certificate authority", n + 1));
-            continue;
-        }
-        if let Some(ns) = options.split("namespaces=").nth(1) {
-            let ns = ns.trim_matches('"');
-            if !ns
-                .split(',')
-                .any(|x| x.trim_matches('"') == super::sshsig::NAMESPACE)
-            {
-                skipped.push(format!(
-                    "line {}: not for {}",
-                    n + 1,
-                    super::sshsig::NAMESPACE
-                ));
-                continue;
-            }
-        }
-        let key = format!("{} {}", words[key_at], words[key_at + 1]);
-        PublicKey::from_openssh(&key).map_err(|_| {
-            config(format!(
-                "allowed_signers line {}: the key does not parse",
-                n + 1
-            ))
-        })?;
-        for principal in words[0].trim_matches('"').split(',') {
-            // One key, one person: a statement's key must name exactly one approver.
-            if let Some((owner, _)) = by_name.iter().find(|(_, keys)| keys.contains(&key)) {
-                skipped.push(format!(
-                    "line {}: the key of {owner} is not listed again for {principal}",
-                    n + 1
-                ));
-                continue;
-            }
-            match by_name.iter_mut().find(|(p, _)| p == principal) {
-                Some((_, keys)) => keys.push(key.clone()),
-                None => by_name.push((principal.to_owned(), vec![key.clone()])),
-            }
-        }
-    }
-    let mut out = String::new();
-    for (name, keys) in by_name {
-        out.push_str("[[approver]]\n");
-        out.push_str(&format!("name = {}\n", toml_string(&name)));
-        let keys: Vec<String> = keys.iter().map(|k| toml_string(k)).collect();
-        out.push_str(&format!("ssh = [{}]\n\n", keys.join(", ")));
-    }
-    Approvers::from_toml(&out)?;
-    Ok((out, skipped))
-}
-
-fn toml_string(s: &str) -> String {
-    toml::Value::String(s.to_owned()).to_string()
-}
-
-fn is_key_type(w: &str) -> bool {
-    w.starts_with("ssh-") || w.starts_with("ecdsa-sha2-") || w.starts_with("sk-")
-}
-
-/// Splits on spaces outside double quotes.
-fn split_words(line: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    for c in line.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                cur.push(c);
-            }
-            c if c.is_whitespace() && !quoted => {
-                if !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                }
-            }
-            c => cur.push(c),
-        }
-    }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ED: &str =
-        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHK3+vrDc3J6JgxlCz4FrOaWAR0LIQBmPQwSsWbEwl3F a@x";
-    const SK: &str = "sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAID7OzA3dl0YNrkRPXGldZTzz3rtFcyBvXz661ZmMgIS3AAAABHNzaDo= j@t";
-
-    #[test]
-    fn parses_keys_tenants_and_passkeys() {
-        let text = format!(
-            "[[approver]]\nname = \"alice\"\ntenant = \"acme\"\nssh = [\"{ED}\", \"{SK}\"]\n\
-             passkeys = [{{ id = \"AQID\", key = \"pQECAyYg\", origin = \"https://r.example\" }}]\n"
-        );
-        let a = Approvers::from_toml(&text).expect("parse");
-        let alice = a.get("alice").expect("alice");
-        assert_eq!(alice.ssh_keys().len(), 2);
-        assert!(alice.serves(Some("acme")) && !alice.serves(Some("other")) && !alice.serves(None));
-        let key = PublicKey::from_openssh(SK).expect("sk");
-        assert_eq!(a.by_ssh_key(&key).map(Approver::name), Some("alice"));
-        assert_eq!(alice.passkeys()[0].id, vec![1, 2, 3]);
-    }
-
-    #[test]
-    fn refuses_duplicates_unknown_keys_and_bad_keys() {
-        let twice = format!(
-            "[[approver]]\nname = \"a\"\nssh = [\"{ED}\"]\n[[approver]]\nname = \"b\"\nssh = [\"{ED}\"]\n"
-        );
-        assert!(Approvers::from_toml(&twice).is_err());
-        assert!(
-            Approvers::from_toml("[[approver]]\nname = \"a\"\n[[approver]]\nname = \"a\"\n")
-                .is_err()
-        );
-        assert!(Approvers::from_toml("[[approver]]\nname = \"a\"\nmail = \"x\"\n").is_err());
-        assert!(
-            Approvers::from_toml("[[approver]]\nname = \"a\"\nssh = [\"ssh-ed25519 AAAA\"]\n")
-                .is_err()
-        );
-        let http = "[[approver]]\nname = \"a\"\npasskeys = [{ id = \"AQ\", key = \"AQ\", origin = \"http://evil.example\" }]\n";
-        assert!(Approvers::from_toml(http).is_err());
-    }
-
-    #[test]
-    fn imports_allowed_signers() {
-        let text = format!(
-            "# team\nalice@x.org,bob@x.org {ED}\ncarol@x.org namespaces=\"git\" {SK}\n\
-             dave@x.org cert-authority {ED}\n"
-        );
-        let (toml, skipped) = import_allowed_signers(&text).expect("import");
-        let a = Approvers::from_toml(&toml).expect("valid");
-        assert!(a.get("alice@x.org").is_some() && a.get("bob@x.org").is_none());
-        assert_eq!(skipped.len(), 3);
-    }
-}
+#[path = "approvers_tests.rs"]
+mod tests;

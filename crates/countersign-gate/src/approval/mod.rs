@@ -9,12 +9,14 @@
 //! executing server asks both again before it runs anything, so a row written into the store by
 //! anything but this code still does not count.
 
+mod allowed_signers;
 mod approvers;
 pub mod sshsig;
 mod statement;
 pub mod webauthn;
 
-pub use self::approvers::{Approver, Approvers, Passkey, import_allowed_signers};
+pub use self::allowed_signers::import_allowed_signers;
+pub use self::approvers::{Approver, Approvers, Passkey};
 pub use self::statement::{
     CLOCK_SKEW_SECS, Kind, MAX_ITEMS, MAX_VALIDITY_SECS, Outcome, Statement,
 };

@@ -1,4 +1,4 @@
-//! SSH signatures over statements: verified in-process, made by `ssh-keygen`.
+//! SSH signatures over statements and policy digests: verified in-process, made by `ssh-keygen`.
 //!
 //! Signing runs `ssh-keygen -Y sign` (the same command git uses to sign commits), so the private
 //! key never enters this process: a key in ssh-agent or on a FIDO2 security key (touch, PIN)
@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 /// The SSHSIG namespace of approval and resolution statements.
 pub const NAMESPACE: &str = "countersign-approval";
 
+/// The SSHSIG namespace of a policy admin's signature over a policy digest (CONTRACT.md
+/// section 6): a signature made for one purpose never verifies for the other.
+pub const POLICY_NAMESPACE: &str = "countersign-policy";
+
 /// The most an armored signature may hold; real ones are well under 1 KiB.
 const MAX_ARMORED: usize = 16 * 1024;
 
@@ -34,12 +38,20 @@ fn invalid(why: &'static str) -> Error {
 /// # Errors
 /// `SIGNATURE_INVALID`.
 pub fn verify(message: &[u8], armored: &str) -> Result<PublicKey> {
+    verify_in(NAMESPACE, message, armored)
+}
+
+/// [`verify`] in `namespace`: [`NAMESPACE`] or [`POLICY_NAMESPACE`].
+///
+/// # Errors
+/// `SIGNATURE_INVALID`.
+pub fn verify_in(namespace: &str, message: &[u8], armored: &str) -> Result<PublicKey> {
     if armored.len() > MAX_ARMORED {
         return Err(invalid("the signature is too large"));
     }
     let sig = SshSig::from_pem(armored.trim_end())
         .map_err(|_| invalid("the signature is not an SSH signature"))?;
-    if sig.namespace() != NAMESPACE {
+    if sig.namespace() != namespace {
         return Err(invalid("the signature is for another namespace"));
     }
     if !matches!(sig.hash_alg(), HashAlg::Sha256 | HashAlg::Sha512) {
@@ -54,8 +66,8 @@ pub fn verify(message: &[u8], armored: &str) -> Result<PublicKey> {
             return Err(invalid("the security key signed without user presence"));
         }
     }
-    key.verify(NAMESPACE, message, &sig)
-        .map_err(|_| invalid("the signature does not verify for this statement"))?;
+    key.verify(namespace, message, &sig)
+        .map_err(|_| invalid("the signature does not verify for these bytes"))?;
     Ok(key)
 }
 
@@ -66,8 +78,16 @@ pub fn verify(message: &[u8], armored: &str) -> Result<PublicKey> {
 /// `CONFIG_INVALID` when `ssh-keygen` cannot be run or refuses (a wrong key path, no agent key,
 /// a cancelled touch).
 pub fn sign_with_ssh_keygen(key: &Path, message: &[u8]) -> Result<String> {
+    sign_in(NAMESPACE, key, message)
+}
+
+/// [`sign_with_ssh_keygen`] in `namespace`: [`NAMESPACE`] or [`POLICY_NAMESPACE`].
+///
+/// # Errors
+/// `CONFIG_INVALID` as [`sign_with_ssh_keygen`].
+pub fn sign_in(namespace: &str, key: &Path, message: &[u8]) -> Result<String> {
     let mut child = Command::new("ssh-keygen")
-        .args(["-q", "-Y", "sign", "-n", NAMESPACE, "-f"])
+        .args(["-q", "-Y", "sign", "-n", namespace, "-f"])
         .arg(key)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

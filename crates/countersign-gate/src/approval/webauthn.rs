@@ -442,4 +442,4 @@ fn b64_member(o: &Object, name: &str, why: &'static str) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 #[path = "webauthn_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -1,5 +1,5 @@
 //! A software authenticator (fixed P-256 and Ed25519 keys) makes real assertions and
-//! registrations; each check is then broken one at a time.
+//! registrations; each check is then broken one at a time. The policy-signing tests borrow it.
 
 use ciborium::Value as Cbor;
 use countersign_canon::Revision;
@@ -9,7 +9,7 @@ use super::*;
 use crate::approval::{Approvers, Kind, Signature, Statement, check_signed};
 use crate::model::DraftId;
 
-const ORIGIN: &str = "https://review.example";
+pub(crate) const ORIGIN: &str = "https://review.example";
 const CHALLENGE: [u8; 32] = [0x5a; 32];
 
 enum Key {
@@ -18,19 +18,19 @@ enum Key {
 }
 
 /// One authenticator holding one credential.
-struct Authenticator {
-    id: Vec<u8>,
+pub(crate) struct Authenticator {
+    pub(crate) id: Vec<u8>,
     key: Key,
 }
 
 /// What goes into one ceremony; each test changes one field.
-struct Ceremony {
-    kind: &'static str,
-    challenge: Vec<u8>,
-    origin: &'static str,
-    rp_id: &'static str,
-    flags: u8,
-    counter: u32,
+pub(crate) struct Ceremony {
+    pub(crate) kind: &'static str,
+    pub(crate) challenge: Vec<u8>,
+    pub(crate) origin: &'static str,
+    pub(crate) rp_id: &'static str,
+    pub(crate) flags: u8,
+    pub(crate) counter: u32,
 }
 
 impl Default for Ceremony {
@@ -46,7 +46,7 @@ impl Default for Ceremony {
     }
 }
 
-fn es256(seed: u8) -> Authenticator {
+pub(crate) fn es256(seed: u8) -> Authenticator {
     let key = p256::ecdsa::SigningKey::from_bytes(&[seed; 32].into()).expect("p-256 scalar");
     Authenticator {
         id: vec![seed, 0xe5],
@@ -72,7 +72,7 @@ fn int(i: i64) -> Cbor {
 }
 
 impl Authenticator {
-    fn cose_key(&self) -> Vec<u8> {
+    pub(crate) fn cose_key(&self) -> Vec<u8> {
         let entries = match &self.key {
             Key::P256(k) => {
                 let point = k.verifying_key().to_encoded_point(false);
@@ -114,7 +114,7 @@ impl Authenticator {
         }
     }
 
-    fn assert(&self, c: &Ceremony) -> Assertion {
+    pub(crate) fn assert(&self, c: &Ceremony) -> Assertion {
         let client_data = client_data(c);
         let authenticator_data = auth_data(c, &[]);
         Assertion {

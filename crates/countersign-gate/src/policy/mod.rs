@@ -8,7 +8,9 @@
 //! Everything else a deployer writes in it lives beside: who may approve (`approver_rules`),
 //! per-principal ceilings and retention (`quota`), budgets the rules read (`budget`), field
 //! rules (`fields`), tool-name globs (`glob`), and the rule for tools the file does not name
-//! (`applied`).
+//! (`applied`). The rules file that decides `rules`-mode calls is [`rules`]. Whether the policy
+//! may be used at all, when policy admins are listed, is `signed`: the policy and rules files as
+//! one digest (`bundle`), and the admins' signatures over it (`sig_file`, `countersign.sig`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -26,16 +28,23 @@ use rules::Rules;
 mod applied;
 mod approver_rules;
 mod budget;
+mod bundle;
 pub mod fields;
 mod glob;
 mod parse;
 pub mod quota;
 pub mod rules;
+mod sig_file;
+mod signed;
 
 pub use approver_rules::ApproverRule;
 pub use budget::{Budget, BudgetScope, Measure};
+pub use bundle::{PolicyBundle, RULES_FILE, beside};
 pub use countersign_token::RiskClass as Risk;
 pub use parse::parse_duration;
+pub use sig_file::{AdminSignature, PolicySignatures, SIGNATURES_FILE};
+pub(crate) use signed::verify_admin;
+pub use signed::{CountedSignature, SignedPolicy, check_signed, load_signed};
 
 /// What the gate does with a tool's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

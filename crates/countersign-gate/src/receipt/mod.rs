@@ -9,10 +9,15 @@
 //! requires them to be equal, and the receipt must be canonical JSON — so a change of any single
 //! byte is caught. The chain's start is not anchored, though, so whoever writes a receipt can
 //! write a whole consistent one: what must be signed, and by how many, comes from what the
-//! verifier trusts ([`Trust`]), and the verdict names the source of the rule it relied on.
+//! verifier trusts ([`Trust`]), and the verdict names the source of the rule it relied on. A
+//! receipt may carry the policy in force where it was written, signed by policy admins
+//! (`signed_policy`): checked against the admins the verifier trusts, it is a source of the rule
+//! that whoever wrote the receipt could not have chosen (though not yet bound to the run: audit
+//! records do not carry the policy digest yet, docs/policy-signing.md).
 
 mod facts;
 mod rule;
+mod signed_policy;
 mod verify;
 
 use countersign_canon::{Object, Value};
@@ -21,10 +26,11 @@ use crate::approval::Approvers;
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
-use crate::policy::Policy;
+use crate::policy::{Policy, SignedPolicy};
 
 use self::facts::{derive, record_value};
 pub use self::rule::{Rule, RuleSource};
+pub use self::signed_policy::PolicySeal;
 pub use self::verify::verify_receipt;
 
 const TYPE: &str = "countersign/receipt";
@@ -37,6 +43,19 @@ impl Gate {
     /// `NOT_FOUND` (no such draft, or its records were never written), `STORE_TAMPERED`,
     /// `STORE_UNAVAILABLE`.
     pub async fn receipt(&self, draft_id: &str) -> Result<Vec<u8>> {
+        self.receipt_with_policy(draft_id, None).await
+    }
+
+    /// [`Gate::receipt`], carrying `policy` (its files, digest and admin signatures) when it is
+    /// signed; an unsigned policy is left out, since it proves nothing a verifier could check.
+    ///
+    /// # Errors
+    /// As [`Gate::receipt`].
+    pub async fn receipt_with_policy(
+        &self,
+        draft_id: &str,
+        policy: Option<&SignedPolicy>,
+    ) -> Result<Vec<u8>> {
         let draft = self.draft(draft_id).await?;
         let records = self.store.audit().await?;
         // Records are flat canonical objects, where a quote inside a string is escaped, so this
@@ -57,6 +76,9 @@ impl Gate {
         o.insert("envelope", Value::String(envelope));
         o.insert("revision", Value::String(draft.revision.to_hex()));
         facts.write(&mut o);
+        if let Some(signed) = policy.filter(|p| p.is_signed()) {
+            o.insert(signed_policy::MEMBER, signed_policy::value(signed));
+        }
         o.insert(
             "audit",
             Value::Array(segment.iter().map(record_value).collect()),
@@ -80,6 +102,7 @@ impl Gate {
 ///         keys_checked: true,
 ///         editor: None,
 ///         rule,
+///         seal: None,
 ///     }
 /// }
 /// ```
@@ -93,6 +116,7 @@ pub struct Verified {
     pub(crate) keys_checked: bool,
     pub(crate) editor: Option<String>,
     pub(crate) rule: Rule,
+    pub(crate) seal: Option<PolicySeal>,
 }
 
 impl Verified {
@@ -135,17 +159,23 @@ impl Verified {
     pub fn rule(&self) -> &Rule {
         &self.rule
     }
+
+    /// The signed policy the receipt carries, checked, when it carries one.
+    pub fn signed_policy(&self) -> Option<&PolicySeal> {
+        self.seal.as_ref()
+    }
 }
 
 /// What the verifier trusts besides the receipt itself.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Trust<'a> {
     /// The approvers file: whose keys the signatures must be. With it, unsigned approvals fail
-    /// unless `allow_unsigned`.
+    /// unless `allow_unsigned`; when it lists policy admins, a receipt's signed policy must be
+    /// signed by enough of them, and a receipt without one needs `policy`.
     pub approvers: Option<&'a Approvers>,
     /// The operator's policy file: the quorum, `signed` and `self_approval` rule relied on.
-    /// Without it the receipt's own claim is used, which whoever wrote the receipt could have
-    /// chosen.
+    /// Without it the receipt's signed policy is used, and without that the receipt's own claim,
+    /// which whoever wrote the receipt could have chosen.
     pub policy: Option<&'a Policy>,
     /// Accept unsigned approvals although an approvers file is given (where the rule relied on
     /// does not need signatures).

@@ -4,7 +4,8 @@
 //! A receipt carries the executing server's own claim of that rule, inside records whose chain
 //! starts wherever the receipt says it does: whoever writes a receipt can rewrite the claim and
 //! hash the chain again. So the claim is used only when nothing better is given, and the verdict
-//! says so; the operator's policy file (`--config`) is the trusted source.
+//! says so; the operator's policy file (`--config`) is the trusted source, and next to it the
+//! policy the receipt carries signed by policy admins.
 
 use crate::policy::{ApproverRule, Mode, Policy};
 
@@ -16,6 +17,8 @@ use super::{ReceiptError, fail};
 pub enum RuleSource {
     /// The operator's policy file, given by the verifier.
     Policy,
+    /// The policy the receipt carries, signed by policy admins ([`super::PolicySeal`]).
+    SignedPolicy,
     /// The receipt's own claim (its `execute` record): not checked against anything.
     Receipt,
     /// The contract's defaults: no policy file was given and the receipt records no run, so it
@@ -24,10 +27,11 @@ pub enum RuleSource {
 }
 
 impl RuleSource {
-    /// `policy`, `receipt` or `defaults`.
+    /// `policy`, `signed_policy`, `receipt` or `defaults`.
     pub fn as_str(self) -> &'static str {
         match self {
             RuleSource::Policy => "policy",
+            RuleSource::SignedPolicy => "signed_policy",
             RuleSource::Receipt => "receipt",
             RuleSource::Defaults => "defaults",
         }
@@ -50,16 +54,22 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// The rule of `action` in the operator's `policy`, with signatures required by default when
-    /// the verifier holds an approvers file (as a server with one requires them).
+    /// The rule of `action` in `policy` (the operator's, or the receipt's signed one: `source`),
+    /// with signatures required by default when the verifier holds an approvers file (as a
+    /// server with one requires them).
     pub(super) fn from_policy(
         policy: &Policy,
+        source: RuleSource,
         action: &str,
         approvers_given: bool,
     ) -> Result<Rule, ReceiptError> {
+        let part = match source {
+            RuleSource::SignedPolicy => super::signed_policy::PART,
+            _ => "policy",
+        };
         let tool = policy
             .lookup(action)
-            .map_err(|e| fail("policy", e.to_string()))?;
+            .map_err(|e| fail(part, e.to_string()))?;
         let mode = match tool.mode {
             Mode::Approval | Mode::Rules => None,
             Mode::Confirm => Some("confirm"),
@@ -68,8 +78,8 @@ impl Rule {
         };
         if let Some(mode) = mode {
             return Err(fail(
-                "policy",
-                format!("the policy file does not gate this tool by approval (mode {mode})"),
+                part,
+                format!("the policy does not gate this tool by approval (mode {mode})"),
             ));
         }
         Ok(Rule {
@@ -77,7 +87,7 @@ impl Rule {
             signed: tool.requires_signature(approvers_given),
             self_approval: tool.self_approval,
             approvers: tool.approvers.clone(),
-            source: RuleSource::Policy,
+            source,
         })
     }
 

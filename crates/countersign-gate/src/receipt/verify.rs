@@ -1,7 +1,7 @@
 //! Offline verification of a receipt: canonical form, envelope and revision, the audit chain
 //! stretch, each approval (its signature, its key's owner, its time, whether its approver may
 //! approve this revision), and the quorum — under a rule from a trusted input where one is given
-//! ([`Trust`]), never silently from the receipt's own word.
+//! ([`Trust`]) or from the policy admins signed, never silently from the receipt's own word.
 
 use countersign_canon::{Digest, Domain, Limits, Object, Profile, Revision, Value, digest};
 
@@ -9,9 +9,9 @@ use crate::approval::{Approvers, Kind, Signature, Statement, sshsig, webauthn};
 use crate::audit::AuditRecord;
 use crate::model::DraftId;
 
-use super::facts::{ApprovalFact, EvidenceFact, body_of, derive, text};
-use super::rule::Rule;
-use super::{MAX_RECEIPT, ReceiptError, TYPE, Trust, Verified, fail};
+use super::facts::{ApprovalFact, EvidenceFact, PolicyFact, body_of, derive, text};
+use super::rule::{Rule, RuleSource};
+use super::{MAX_RECEIPT, PolicySeal, ReceiptError, TYPE, Trust, Verified, fail, signed_policy};
 
 /// Verifies a receipt offline against what the verifier trusts (see [`Trust`]).
 ///
@@ -42,8 +42,10 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         "execution",
         "audit",
     ];
-    // `editor` is there exactly when a person's edit made the revision (checked below).
-    let optional = usize::from(o.contains_key("editor"));
+    // `editor` is there exactly when a person's edit made the revision (checked below);
+    // `signed_policy` when the receipt's writer had a signed policy to give.
+    let optional =
+        usize::from(o.contains_key("editor")) + usize::from(o.contains_key(signed_policy::MEMBER));
     if o.len() != known.len() + optional || known.iter().any(|k| !o.contains_key(k)) {
         return Err(fail("format", "unexpected or missing members"));
     }
@@ -79,11 +81,11 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
             return Err(fail(part, "differs from what the audit records say"));
         }
     }
-    let rule = match (trust.policy, &facts.policy) {
-        (Some(policy), _) => Rule::from_policy(policy, action, trust.approvers.is_some())?,
-        (None, Some(claim)) => Rule::from_claim(claim),
-        (None, None) => Rule::defaults(trust.approvers.is_some()),
-    };
+    let seal = o
+        .get(signed_policy::MEMBER)
+        .map(|v| signed_policy::verify(v, trust.approvers))
+        .transpose()?;
+    let rule = rule(trust, seal.as_ref(), facts.policy.as_ref(), action)?;
     let draft = DraftFacts {
         id: &id,
         revision: &revision,
@@ -121,6 +123,42 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         keys_checked: trust.approvers.is_some(),
         editor: facts.editor.clone(),
         rule,
+        seal,
+    })
+}
+
+/// The rule to rely on: the operator's policy file, else the receipt's signed policy, else the
+/// receipt's claim (or the defaults when it claims none). A verifier whose approvers file lists
+/// policy admins knows its server runs only under a signed policy, so a receipt without one is
+/// checked against nothing less than `--config`: taking the bundle out must not lead back to the
+/// receipt's own word.
+fn rule(
+    trust: &Trust<'_>,
+    seal: Option<&PolicySeal>,
+    claim: Option<&PolicyFact>,
+    action: &str,
+) -> Result<Rule, ReceiptError> {
+    let approvers_given = trust.approvers.is_some();
+    if let Some(policy) = trust.policy {
+        return Rule::from_policy(policy, RuleSource::Policy, action, approvers_given);
+    }
+    if let Some(seal) = seal {
+        let policy = seal
+            .signed()
+            .policy()
+            .map_err(|e| fail(signed_policy::PART, e.to_string()))?;
+        return Rule::from_policy(&policy, RuleSource::SignedPolicy, action, approvers_given);
+    }
+    if trust.approvers.is_some_and(Approvers::has_admins) {
+        return Err(fail(
+            signed_policy::PART,
+            "the approvers file lists policy admins, but the receipt carries no signed policy; \
+             pass --config FILE to check it against the operator's policy",
+        ));
+    }
+    Ok(match claim {
+        Some(claim) => Rule::from_claim(claim),
+        None => Rule::defaults(approvers_given),
     })
 }
 
