@@ -15,7 +15,7 @@ use countersign_replay::Ledger;
 use countersign_token::{Clock, SystemClock};
 
 use crate::approval::Approvers;
-use crate::audit::Anchor;
+use crate::audit::{Anchor, AuditEvent};
 use crate::error::{Error, Result};
 use crate::model::{Draft, DraftId, DraftSummary, Page};
 use crate::owner::Owner;
@@ -76,6 +76,16 @@ impl Gate {
     pub fn with_ledger(mut self, ledger: Ledger) -> Self {
         self.ledger = Some(ledger);
         self
+    }
+
+    /// A new audit event of `kind` at `now`, naming the policy it is decided under when the
+    /// policy's digest is known: a record then says which signed policy allowed it.
+    pub(crate) fn event(&self, kind: &'static str, now: i64) -> AuditEvent {
+        let event = AuditEvent::new(kind, now);
+        match self.policy.digest() {
+            Some(d) => event.text("policy", &d.to_hex()),
+            None => event,
+        }
     }
 
     /// The approvers file in force, if any.

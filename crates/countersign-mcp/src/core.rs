@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
 use countersign_gate::policy::rules::Rules;
-use countersign_gate::policy::{Mode, Policy};
+use countersign_gate::policy::{Mode, Policy, PolicyBundle};
 use countersign_gate::store::{GateStore, MemoryStore};
 use countersign_gate::{Decided, Gate, Proposal, RuledCall};
 
@@ -412,7 +412,16 @@ fn policies(policy: PolicyText<'_>, signed: bool) -> Result<(Option<Policy>, Pol
         .map(Policy::from_toml)
         .transpose()?
         .map(with_rules);
-    let effective = with_rules(Policy::applied(policy.toml)?);
+    let mut effective = with_rules(Policy::applied(policy.toml)?);
+    if let Some(toml) = policy.toml {
+        let bundle = PolicyBundle::new(toml.to_owned(), policy.rules.map(str::to_owned));
+        match bundle.digest() {
+            Ok(digest) => effective = effective.with_digest(digest),
+            // Only a server with policy admins needs the digest, and it checks the signatures
+            // over it before this (where this failure stops it).
+            Err(e) => tracing::warn!("the policy's digest cannot be computed: {e}"),
+        }
+    }
     effective.check_signing(signed)?;
     effective.check_rules()?;
     Ok((written, effective))

@@ -8,6 +8,9 @@ use std::sync::Arc;
 
 use countersign_canon::Limits;
 use countersign_gate::approval::Approvers;
+use countersign_gate::policy::{
+    PolicyBundle, PolicySignatures, SIGNATURES_FILE, beside, check_signed,
+};
 use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
 use countersign_token::TokenConfig;
 use rmcp::{ServerHandler, ServiceExt};
@@ -89,9 +92,24 @@ impl Options {
             Some(path) => Some((Arc::new(Approvers::load(path)?), ledger.clone())),
             None => None,
         };
+        let policy_path = self.config.as_deref().unwrap_or(&default_policy);
+        let toml = policy.as_deref().or(fallback);
+        if let Some((approvers, _)) = &signers
+            && approvers.has_admins()
+        {
+            // Policy admins are listed: nothing is decided under a policy they did not sign.
+            let bundle = PolicyBundle::new(toml.unwrap_or_default().to_owned(), rules.clone());
+            let sigs = PolicySignatures::load(&beside(policy_path, SIGNATURES_FILE))?;
+            let signed = check_signed(&bundle, sigs.as_ref(), approvers)?;
+            tracing::info!(
+                digest = %signed.digest(),
+                admins = ?signed.admins().collect::<Vec<_>>(),
+                "the policy is signed by enough policy admins"
+            );
+        }
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
         let policy = PolicyText {
-            toml: policy.as_deref().or(fallback),
+            toml,
             rules: rules.as_deref(),
         };
         let core = Countersign::open_signed(&url, policy, Some(confirmer), signers).await?;

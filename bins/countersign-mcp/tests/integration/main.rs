@@ -18,5 +18,6 @@ mod review;
 mod review_people;
 mod review_replicas;
 mod revisions;
+mod rules;
 mod signed;
 mod third_party;

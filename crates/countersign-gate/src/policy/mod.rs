@@ -217,6 +217,8 @@ pub struct Policy {
     manifest: ManifestLimits,
     /// The rules file that decides calls of `rules`-mode tools, when one is loaded.
     rules: Option<Arc<Rules>>,
+    /// The `countersign/v1/policy` digest of the files it was read from, when known.
+    digest: Option<countersign_canon::Digest>,
     /// The budgets rules read (`[budgets.NAME]`), in name order.
     budgets: Vec<Budget>,
 }
@@ -227,6 +229,20 @@ impl Policy {
     pub fn with_rules(mut self, rules: Rules) -> Self {
         self.rules = Some(Arc::new(rules));
         self
+    }
+
+    /// The policy named by the digest of the files it was read from ([`PolicyBundle::digest`]),
+    /// which every decision's audit record then carries.
+    #[must_use]
+    pub fn with_digest(mut self, digest: countersign_canon::Digest) -> Self {
+        self.digest = Some(digest);
+        self
+    }
+
+    /// The digest of the files this policy was read from, when known.
+    #[must_use]
+    pub fn digest(&self) -> Option<&countersign_canon::Digest> {
+        self.digest.as_ref()
     }
 
     /// The rules file in force, if one is loaded.

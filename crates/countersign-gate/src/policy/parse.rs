@@ -206,6 +206,7 @@ impl Policy {
             limits,
             manifest: manifest_limits(raw.manifest)?,
             rules: None,
+            digest: None,
             budgets: budget::from_raw(raw.budgets)?,
         };
         // As if an approvers file were configured: only an explicit `signed = false` fails here.

@@ -38,7 +38,8 @@ impl Gate {
         channel: Channel,
     ) -> Result<Approval> {
         let now = self.now();
-        let event = AuditEvent::new("approve", now)
+        let event = self
+            .event("approve", now)
             .text("draft", draft_id)
             .text("approver", approver)
             .text("channel", channel.as_str());
@@ -72,7 +73,9 @@ impl Gate {
         signature: &Signature,
     ) -> Result<Vec<Approval>> {
         let now = self.now();
-        let event = AuditEvent::new("approve", now).text("channel", Channel::Cli.as_str());
+        let event = self
+            .event("approve", now)
+            .text("channel", Channel::Cli.as_str());
         let checked = self.checked(statement, signature, &event).await?;
         let name = checked.statement.approver().to_owned();
         let event = event.text("approver", &name);

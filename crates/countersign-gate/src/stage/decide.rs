@@ -102,7 +102,7 @@ impl Gate {
     pub async fn decide(&self, call: RuledCall<'_>) -> Result<Decided> {
         let p = call.proposal;
         let now = self.now();
-        let event = AuditEvent::new("decide", now).text("action", p.action);
+        let event = self.event("decide", now).text("action", p.action);
         let prepared = self
             .ruled_policy(p.action)
             .and_then(|(tool, rules)| Ok((tool, rules, self.normalize(p.action, tool, p.args)?)));

@@ -94,7 +94,7 @@ impl Gate {
     /// audit record, which names only the kind and pointer), `STORE_UNAVAILABLE`.
     pub async fn propose(&self, p: Proposal<'_>) -> Result<Draft> {
         let now = self.now();
-        let event = AuditEvent::new("propose", now).text("action", p.action);
+        let event = self.event("propose", now).text("action", p.action);
         let prepared = self
             .gated_policy(p.action, DraftStage::Propose)
             .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));

@@ -122,7 +122,8 @@ impl Gate {
                 return Err(e);
             }
         };
-        let event = AuditEvent::new("execute", now)
+        let event = self
+            .event("execute", now)
             .text("draft", id.as_str())
             .text("operation", operation_id)
             .text("revision", &revision.to_hex());
