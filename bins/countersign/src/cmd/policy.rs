@@ -30,6 +30,12 @@ pub(crate) enum PolicyCommand {
     /// Check that enough policy admins signed the policy and rules files as they stand: exit 0
     /// with the digest and who signed, 1 with POLICY_UNSIGNED.
     Verify(PolicyFiles),
+    /// The decision the rules make for one call now (run, approve with quorum and approvers,
+    /// or deny), each applicable rule with its line, and the budgets read; exit 1 on deny.
+    Explain(super::policy_rules::ExplainArgs),
+    /// Parse the policy and rules files and validate the rules against the tools' inputSchemas
+    /// (a saved tools/list); every problem with its line; exit 1 when there is one.
+    Check(super::policy_rules::CheckArgs),
 }
 
 /// Which policy: the policy file is `--config` (global), else $COUNTERSIGN_HOME/countersign.toml.
@@ -55,6 +61,8 @@ pub(crate) fn run(ctx: &Ctx, command: PolicyCommand) -> Result<Report, Failure> 
     match command {
         PolicyCommand::Sign(args) => sign(ctx, args),
         PolicyCommand::Verify(files) => verify(ctx, &files),
+        PolicyCommand::Explain(args) => super::policy_rules::explain(ctx, args),
+        PolicyCommand::Check(args) => super::policy_rules::check(ctx, args),
     }
 }
 
@@ -70,7 +78,7 @@ pub(crate) fn policy_path(ctx: &Ctx) -> Result<PathBuf, Failure> {
 
 /// The policy and rules files as one bundle, and the paths they were read from. A policy that
 /// does not parse is refused here: there is no point in signing or vouching for it.
-fn read(
+pub(crate) fn read(
     ctx: &Ctx,
     files: &PolicyFiles,
 ) -> Result<(PolicyBundle, PathBuf, Option<PathBuf>), Failure> {

@@ -230,7 +230,7 @@ impl Gate {
 
     /// Each budget that applies to a call of `action`, what the call adds to it, and the key
     /// its total is read under.
-    fn spends(
+    pub(super) fn spends(
         &self,
         action: &str,
         args: &Value,
@@ -246,7 +246,7 @@ impl Gate {
     }
 
     /// The policy of a `rules`-mode tool and the rules file that decides it.
-    fn ruled_policy(&self, action: &str) -> Result<(&ToolPolicy, &Rules)> {
+    pub(super) fn ruled_policy(&self, action: &str) -> Result<(&ToolPolicy, &Rules)> {
         let tool = self.policy.lookup(action)?;
         if tool.mode != Mode::Rules {
             return Err(Error::PolicyDenied {

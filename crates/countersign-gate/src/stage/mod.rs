@@ -11,6 +11,7 @@
 pub(crate) mod approve;
 pub(crate) mod decide;
 pub(crate) mod execute;
+pub(crate) mod explain;
 pub(crate) mod propose;
 pub(crate) mod reject;
 pub(crate) mod resolve;

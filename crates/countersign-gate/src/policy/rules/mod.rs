@@ -24,9 +24,11 @@ use crate::error::{Error, Result};
 
 mod numbers;
 mod request;
+mod validate;
 
 pub use numbers::NumberShape;
 pub use request::RuleCall;
+pub use validate::{Finding, ToolShape};
 
 /// One rule of the file, as the refusals, the audit and `policy explain` name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +171,10 @@ pub struct Rules {
     by_action: HashMap<String, PolicySet>,
     /// The rules naming no action: what a call of a tool no rule names is evaluated against.
     unnamed: PolicySet,
+    /// Every rule, under its id, for the validator.
+    all: PolicySet,
+    /// The file's text, which Cedar's diagnostics point into.
+    text: std::sync::Arc<str>,
 }
 
 const ANNOTATIONS_NEEDING_APPROVAL: [&str; 2] = ["quorum", "approvers"];
@@ -216,10 +222,14 @@ impl Rules {
             rules.push(rule);
         }
         let (by_action, unnamed) = index(&policies)?;
+        let all =
+            PolicySet::from_policies(policies).map_err(|e| Error::Config(format!("rules: {e}")))?;
         Ok(Rules {
             rules,
             by_action,
             unnamed,
+            all,
+            text: text.into(),
         })
     }
 
