@@ -30,6 +30,11 @@ struct Cli {
     /// Serve the built-in `publish_post` demo action.
     #[arg(long)]
     demo: bool,
+    /// Load the policy and rules (and their signatures), list the tools of the demo or the
+    /// upstream as a `tools/list` result on stdout (for `countersign policy check --tools`),
+    /// validate the rules against them, and exit.
+    #[arg(long)]
+    check_policy: bool,
     /// Where the demo writes published posts.
     #[arg(long, default_value = "out", requires = "demo")]
     out: PathBuf,
@@ -206,6 +211,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
         }
         let core = options.build_with_default_policy(Some(DEMO_POLICY)).await?;
+        if cli.check_policy {
+            return checked(&core, &[Demo::tool()]);
+        }
         if let Some(addr) = cli.web {
             return serve_web(addr, core, Demo::new(cli.out)).await;
         }
@@ -217,6 +225,9 @@ async fn run(cli: Cli) -> Result<(), Error> {
     } else {
         let core: Countersign = options.build().await?;
         let upstream = Upstream::start(cli.command).await?;
+        if cli.check_policy {
+            return checked(&core, &upstream.tools().await?);
+        }
         match http {
             // One upstream child serves every HTTP session.
             Some(http) => {
@@ -225,6 +236,31 @@ async fn run(cli: Cli) -> Result<(), Error> {
             }
             None => countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await,
         }
+    }
+}
+
+/// `--check-policy`: the listing on stdout, each problem on stderr, and a refusal when there is
+/// one.
+fn checked(core: &Countersign, tools: &[rmcp::model::Tool]) -> Result<(), Error> {
+    let (listing, findings) = countersign_mcp::check_policy(core, tools);
+    println!("{listing}");
+    for f in &findings {
+        eprintln!(
+            "countersign-mcp: rules line {}: rule {}: {}",
+            f.line, f.rule, f.message
+        );
+    }
+    if findings.is_empty() {
+        eprintln!(
+            "countersign-mcp: policy loaded; {} tool(s) listed; the rules validate against them",
+            tools.len()
+        );
+        Ok(())
+    } else {
+        Err(Error::Config(format!(
+            "{} problem(s) in the rules against the listed tools",
+            findings.len()
+        )))
     }
 }
 

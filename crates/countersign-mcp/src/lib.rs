@@ -54,6 +54,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod check;
 mod confirm;
 mod core;
 mod countersign_tools;
@@ -78,6 +79,7 @@ mod tool_definition;
 mod transport;
 mod upkeep;
 
+pub use crate::check::check_policy;
 pub use crate::confirm::Confirmer;
 pub use crate::core::{
     Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, PolicyText, read_policy, read_rules,

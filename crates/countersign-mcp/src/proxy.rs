@@ -81,6 +81,22 @@ impl Upstream {
         Ok(upstream)
     }
 
+    /// Every tool the upstream lists now (all pages).
+    ///
+    /// # Errors
+    /// `UPSTREAM_ERROR` when it cannot be asked.
+    pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>> {
+        let conn = self.conn().await?;
+        conn.client
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| Error::Upstream {
+                message: format!("listing the upstream's tools failed: {e}"),
+                retryable: true,
+            })
+    }
+
     /// Starts the child and opens its session: with `initialize` first, which keeps a server
     /// that speaks both generations on the one every relayed byte of an older client fits;
     /// a server of protocol 2026-07-28 alone has no `initialize`, so it is started again and

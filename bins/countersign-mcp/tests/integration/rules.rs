@@ -112,3 +112,42 @@ async fn with_policy_admins_only_a_signed_policy_starts() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("POLICY_UNSIGNED"), "{err}");
 }
+
+fn check_policy(home: &Home) -> std::process::Output {
+    Command::new(mcp_bin())
+        .args(["--demo", "--check-policy"])
+        .env("COUNTERSIGN_HOME", home.path())
+        .env("COUNTERSIGN_TOKEN_SECRET", SECRET)
+        .env_remove("COUNTERSIGN_STORE")
+        .env_remove("COUNTERSIGN_RULES")
+        .current_dir(home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run")
+}
+
+#[test]
+fn check_policy_lists_the_tools_and_validates_the_rules_against_them() {
+    let home = ruled_home();
+    let out = check_policy(&home);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listing: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(listing["tools"][0]["name"], "publish_post");
+    assert!(listing["tools"][0]["inputSchema"]["properties"]["visibility"].is_object());
+
+    std::fs::write(
+        home.path().join("countersign.cedar"),
+        format!(
+            "{DEMO_RULES}\n@id(\"typo\")\npermit (principal, action == Countersign::Action::\"publish_post\", resource)\nwhen {{ context.input.visibilty == \"private\" }};\n"
+        ),
+    )
+    .expect("edit");
+    let out = check_policy(&home);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("rule typo"), "{err}");
+}
