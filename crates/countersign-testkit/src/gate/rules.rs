@@ -7,7 +7,7 @@ use std::sync::Arc;
 use countersign_canon::Principal;
 use countersign_gate::policy::Policy;
 use countersign_gate::policy::rules::Rules;
-use countersign_gate::store::GateStore;
+use countersign_gate::store::{BudgetKey, GateStore, TxKeys};
 use countersign_gate::{Decided, Error, Gate, Proposal, RuledCall};
 use serde_json::Value;
 
@@ -29,6 +29,12 @@ rate = { max = 2, per = "1m" }
 
 [tools."refund"]
 mode = "rules"
+
+[budgets.refunds]
+tools = "refund"
+count = true
+per = "24h"
+by = "tenant"
 
 [budgets.spend]
 tools = "pay"
@@ -173,6 +179,21 @@ pub(super) async fn asks_are_held(store: Arc<dyn GateStore>) {
     let ran = g.execute(id, &rev, "op-1", &action).await;
     assert!(ran.is_ok(), "{ran:?}");
     assert_eq!(action.calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // An approved call spends from its budgets when its run starts, once: a replay spends
+    // nothing more.
+    let again = g.execute(id, &rev, "op-1", &action).await;
+    assert!(again.is_ok_and(|e| e.replay), "a replay");
+    let key = BudgetKey {
+        name: "refunds".into(),
+        scope: "tenant:acme".into(),
+        since: T0 - 1,
+    };
+    let asked = |_: Option<&countersign_gate::Draft>| vec![key.clone()];
+    let keys = TxKeys {
+        budgets: Some(&asked),
+        ..TxKeys::default()
+    };
+    assert_eq!(super::budget_totals(store.as_ref(), &keys).await, [1]);
 }
 
 /// A rate ceiling holds for calls the rules run without a draft.

@@ -11,10 +11,11 @@ use crate::error::Error;
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, OpStatus, Operation, RateWindow};
 use crate::owner::Liveness;
-use crate::policy::{ApproverRule, Mode, Rate, ToolPolicy};
+use crate::policy::{ApproverRule, Mode, Policy, Rate, ToolPolicy};
 use crate::state::{Approval, Approved, IdempotentTool, State};
-use crate::store::{Commit, Snapshot};
+use crate::store::{BudgetKey, BudgetSpend, Commit, Snapshot};
 use crate::transact::audit;
+use crate::view::envelope_value;
 
 pub(crate) enum Verdict {
     Refuse(Error),
@@ -236,6 +237,10 @@ impl ClaimCtx<'_> {
         if let Some(e) = over_rate(tool.rate, window, self.now) {
             return refuse(e, None);
         }
+        let spends = match draft_spends(&self.gate.policy, &draft, self.now) {
+            Ok(spends) => spends,
+            Err(e) => return refuse(e, None),
+        };
         let channel = approved.approval().channel;
         draft.state = State::Executing(approved.claim(self.operation_id.to_owned()));
         let op = Operation {
@@ -257,6 +262,15 @@ impl ClaimCtx<'_> {
             draft: Some(draft.clone()),
             operation: Some(op),
             rate_event: tool.rate.map(|_| (draft.action.clone(), self.now)),
+            budget_spend: spends
+                .into_iter()
+                .map(|(key, amount)| BudgetSpend {
+                    name: key.name,
+                    scope: key.scope,
+                    amount,
+                    at: self.now,
+                })
+                .collect(),
             audit: vec![
                 event
                     .clone()
@@ -340,6 +354,38 @@ fn still_gated(tool: &ToolPolicy, action: &str) -> Result<(), Error> {
             why: "the policy no longer gates this tool by approval",
         }),
     }
+}
+
+/// What a run of `draft` spends from the budgets: a draft the rules sent to a person spends, when
+/// its run starts, from each budget of its tool (a call the rules ran spent when it was decided).
+/// The spend is never given back, whatever the run's outcome: a failed call may still have moved
+/// what the budget counts, and a budget that under-counts is the one failure it must not have.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` when the stored arguments no longer give a budget its amount (the policy
+/// changed since the proposal): the run is refused rather than left uncounted.
+pub(crate) fn draft_spends(
+    policy: &Policy,
+    draft: &Draft,
+    now: i64,
+) -> Result<Vec<(BudgetKey, i64)>, Error> {
+    if draft.ruling.is_none() {
+        return Ok(Vec::new());
+    }
+    let applying: Vec<_> = policy
+        .budgets()
+        .iter()
+        .filter(|b| b.applies_to(&draft.action))
+        .collect();
+    if applying.is_empty() {
+        return Ok(Vec::new());
+    }
+    let envelope = envelope_value(draft)?;
+    let args = envelope.pointer("/args").ok_or(Error::Tampered)?;
+    applying
+        .into_iter()
+        .map(|b| Ok((b.key(&draft.principal, now), b.amount(args)?)))
+        .collect()
 }
 
 pub(crate) fn over_rate(rate: Option<Rate>, window: RateWindow, now: i64) -> Option<Error> {

@@ -21,9 +21,9 @@ use crate::action::{ActionCall, ActionError, ActionOutput, ActionPort, FailureKi
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
-use crate::model::{DraftId, OpStatus};
+use crate::model::{Draft, DraftId, OpStatus};
 use crate::state::State;
-use crate::store::{Commit, Snapshot, TxKeys};
+use crate::store::{BudgetKey, Commit, Snapshot, TxKeys};
 use crate::view::{envelope_value, parse_revision};
 
 use claim::{ClaimCtx, Verdict};
@@ -142,6 +142,12 @@ impl Gate {
             let rate = policy.lookup(action).ok()?.rate?;
             Some(now.saturating_sub(millis(rate.per)))
         };
+        let budget_keys = move |draft: Option<&Draft>| -> Vec<BudgetKey> {
+            draft
+                .and_then(|d| claim::draft_spends(policy, d, now).ok())
+                .map(|spends| spends.into_iter().map(|(key, _)| key).collect())
+                .unwrap_or_default()
+        };
         let keys = TxKeys {
             draft: Some(id.clone()),
             operation: Some(operation_id.to_owned()),
@@ -151,7 +157,13 @@ impl Gate {
                 None
             },
             quota: None,
-            budgets: None,
+            // Only a draft the rules sent to a person spends at its run; the keys depend on its
+            // stored arguments, known once it is read.
+            budgets: if policy.budgets().is_empty() {
+                None
+            } else {
+                Some(&budget_keys)
+            },
             tool: None,
         };
         // A draft id that names nothing leaves no draft: its refusal is audited at a bounded
