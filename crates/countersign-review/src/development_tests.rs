@@ -140,3 +140,44 @@ async fn the_development_page_is_marked_and_approves_unsigned_as_developer() {
     assert_eq!(approve.len(), 1, "{approve:?}");
     assert_eq!(approve[0]["channel"], "review", "{approve:?}");
 }
+
+#[tokio::test]
+async fn a_draft_the_rules_asked_about_names_the_rule() {
+    let policy = Policy::from_toml("[tools.\"pay\"]\nmode = \"rules\"\n")
+        .expect("policy")
+        .with_rules(
+            countersign_gate::policy::rules::Rules::parse(
+                "@id(\"large-payments\") @approval @approvers(\"alice,developer\")\n\
+                 permit (principal, action == Countersign::Action::\"pay\", resource)\n\
+                 when { context.input.amount >= 100 };",
+            )
+            .expect("rules"),
+        );
+    let gate = Arc::new(Gate::new(Arc::new(MemoryStore::new()), Arc::new(policy)));
+    let decided = gate
+        .decide(countersign_gate::RuledCall {
+            proposal: Proposal {
+                action: "pay",
+                args: br#"{"amount":250}"#,
+                tool: digest(Domain::Tool, b"{}"),
+                principal: Principal::default(),
+            },
+            schema: None,
+        })
+        .await
+        .expect("decide");
+    let countersign_gate::Decided::Ask { draft, .. } = decided else {
+        panic!("asks")
+    };
+    let review = Review::new(gate.clone())
+        .development_mode()
+        .expect("development");
+    let get = Request::get(format!("/review/draft/{}", draft.id().as_str()))
+        .header("host", "localhost:8080")
+        .body(Empty::<Bytes>::new())
+        .expect("request");
+    let page = text(review.handle(get).await).await;
+    assert!(page.contains("asked by rule"), "{page}");
+    assert!(page.contains("large-payments"), "{page}");
+    assert!(page.contains("alice, developer"), "{page}");
+}

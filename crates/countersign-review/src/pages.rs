@@ -141,6 +141,15 @@ fn section(review: &Review, d: &Draft, r: &Reading) -> Markup {
         dt { "risk" } dd { (d.risk()) }
         dt { "revision" } dd { (d.seq()) }
         dt { "approvals" } dd { (have) "/" (need) }
+        @if let Some(ask) = d.ruling() {
+            // Which rule of the rules file sent this call to a person, and what it asks.
+            dt { "asked by rule" }
+            dd.rule { (ask.asking.join(", ")) }
+            @if let Some(names) = &ask.approvers {
+                dt { "rule's approvers" }
+                dd { (names.iter().cloned().collect::<Vec<_>>().join(", ")) }
+            }
+        }
     };
     let body = html! {
         @if m.flagged() {
