@@ -40,8 +40,9 @@ pub(crate) struct Failure {
     pub(crate) message: String,
     /// What kind of failure, which decides the exit status.
     pub(crate) class: ErrorClass,
-    /// Extra members merged into the `error` object with `--json` (e.g. `reason`).
-    pub(crate) extra: serde_json::Map<String, serde_json::Value>,
+    /// Extra members merged into the `error` object with `--json` (e.g. `reason`). Boxed: most
+    /// failures carry none, and every command returns this type on its error path.
+    pub(crate) extra: Box<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Failure {
@@ -54,7 +55,7 @@ impl Failure {
             code: code.into(),
             message: message.into(),
             class,
-            extra: serde_json::Map::new(),
+            extra: Box::default(),
         }
     }
 
@@ -117,7 +118,7 @@ pub(crate) fn finish(ctx: &Ctx, result: Result<Report, Failure>) -> ExitCode {
                 let mut error = serde_json::Map::new();
                 error.insert("code".into(), failure.code.clone().into());
                 error.insert("message".into(), failure.message.clone().into());
-                error.extend(failure.extra);
+                error.extend(*failure.extra);
                 let body = serde_json::json!({ "error": error });
                 (json_line(&body), exit_status(failure.class))
             } else {
