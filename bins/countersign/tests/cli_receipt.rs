@@ -471,3 +471,37 @@ fn a_receipt_whose_signed_policy_quorum_was_edited_is_refused() {
     std::fs::write(&file, canonical(&one)).expect("write");
     assert_policy_refused(&verify(&file, &trusted), "admin_quorum is 2");
 }
+
+#[test]
+fn a_receipt_carrying_another_signed_policy_than_its_decisions_were_made_under_is_refused() {
+    let (env, _, receipt) = genuine_signed(&format!("{TOOL}quorum = 2\n"));
+    // The approvals were recorded under the signed policy the receipt carries.
+    let sealed = receipt["signed_policy"]["digest"].clone();
+    let approvals: Vec<Value> = bodies(&receipt)
+        .into_iter()
+        .filter(|b| b["event"] == "approve" && b["code"] == "ok")
+        .collect();
+    assert!(!approvals.is_empty());
+    assert!(
+        approvals.iter().all(|b| b["policy"] == sealed),
+        "{approvals:?}"
+    );
+    // The admins then sign a new policy, and a receipt of the same run written now carries it.
+    let policy = env.home().join("countersign.toml");
+    let text = std::fs::read_to_string(&policy).expect("policy");
+    // (A comment alone would not do: the digest covers the policy's meaning, not its layout.)
+    std::fs::write(&policy, format!("{text}\n[limits]\nopen_drafts = 99\n")).expect("edit");
+    for admin in ["alice", "carol"] {
+        let out = env.sign_policy(admin, false);
+        assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    }
+    let draft = receipt["draft_id"].as_str().expect("draft");
+    let file = env.dir().join("later.json");
+    let out = env.run(&["receipt", draft, "--out", path(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let approvers = env.approvers();
+    assert_policy_refused(
+        &verify(&file, &["--approvers", path(&approvers)]),
+        "was decided under policy",
+    );
+}

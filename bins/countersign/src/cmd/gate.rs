@@ -9,7 +9,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 
 use countersign_gate::approval::Approvers;
-use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::policy::rules::Rules;
+use countersign_gate::policy::{Channel, Policy, PolicyBundle};
 use countersign_gate::reading::{self, Reading, Shown};
 use countersign_gate::state::State;
 use countersign_gate::{Draft, Gate};
@@ -105,7 +106,17 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 pub(crate) fn load_policy(ctx: &Ctx) -> Result<Policy, Failure> {
     let path = super::policy::policy_path(ctx)?;
     if ctx.config.is_some() || path.exists() {
-        Policy::load_applied(&path).map_err(|e| failure(&e))
+        // Read with its rules file, as the server reads it: drafts a rule sent to a person are
+        // held to the rules, and every decision recorded here names the policy's digest.
+        let bundle = PolicyBundle::read(&path, None).map_err(|e| failure(&e))?;
+        let mut policy = Policy::applied(Some(bundle.toml())).map_err(|e| failure(&e))?;
+        if let Some(text) = bundle.rules() {
+            policy = policy.with_rules(Rules::parse(text).map_err(|e| failure(&e))?);
+        }
+        if let Ok(digest) = bundle.digest() {
+            policy = policy.with_digest(digest);
+        }
+        Ok(policy)
     } else {
         Policy::applied(None).map_err(|e| failure(&e))
     }

@@ -85,6 +85,9 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         .get(signed_policy::MEMBER)
         .map(|v| signed_policy::verify(v, trust.approvers))
         .transpose()?;
+    if let Some(seal) = &seal {
+        decided_under(&records, &seal.signed().digest().to_hex())?;
+    }
     let rule = rule(trust, seal.as_ref(), facts.policy.as_ref(), action)?;
     let draft = DraftFacts {
         id: &id,
@@ -160,6 +163,31 @@ fn rule(
         Some(claim) => Rule::from_claim(claim),
         None => Rule::defaults(approvers_given),
     })
+}
+
+/// Refuses a signed policy other than the one the receipt's decisions were made under: each
+/// record that names a policy digest (every decision under a known policy does) must name this
+/// one, or the rule taken from the bundle is not the rule that was applied.
+fn decided_under(records: &[AuditRecord], digest: &str) -> Result<(), ReceiptError> {
+    for r in records {
+        let Ok(Value::Object(body)) =
+            countersign_canon::parse(&r.body, Profile::CountersignV1, &Limits::DEFAULT)
+        else {
+            continue;
+        };
+        if let Some(Value::String(named)) = body.get("policy")
+            && named != digest
+        {
+            return Err(fail(
+                signed_policy::PART,
+                format!(
+                    "record {} was decided under policy {named}, not the signed policy the                      receipt carries ({digest})",
+                    r.seq
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What an approval is checked against, besides the rule.
