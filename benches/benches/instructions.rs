@@ -29,8 +29,9 @@ use countersign_benches::ceilings::{CHECKS, MARKDOWN_HEADER, markdown_row};
 use countersign_canon::{Domain, Limits, Profile, canonicalize, digest};
 use countersign_gate::Gate;
 use countersign_gate::policy::Channel;
+use countersign_gate::policy::rules::Ruling;
 use countersign_gate::store::{MemoryStore, SqliteStore};
-use countersign_mcp::Countersign;
+use countersign_mcp::{Countersign, PolicyText};
 use countersign_replay::{Consumption, Ledger, OpenOptions, StoreUrl, open_ledger};
 use countersign_testkit::policy::ROOMY_LIMITS;
 use countersign_token::danger;
@@ -41,6 +42,8 @@ use rmcp::model::CallToolRequestParams;
 mod echo;
 #[path = "support/fixtures.rs"]
 mod fixtures;
+#[path = "support/rules.rs"]
+mod rules;
 use fixtures::{
     LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy, rt,
     secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
@@ -76,6 +79,16 @@ const WORKLOADS: &[Workload] = &[
     Workload {
         name: "canonicalize_1k",
         run: canonicalize_1k,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "canonicalize_317B",
+        run: canonicalize_317,
+        iterations: LIGHT,
+    },
+    Workload {
+        name: "rules_decision",
+        run: rules_decision,
         iterations: LIGHT,
     },
     Workload {
@@ -128,6 +141,16 @@ const WORKLOADS: &[Workload] = &[
         run: mcp_gated_execute,
         iterations: HEAVY,
     },
+    Workload {
+        name: "mcp_pass_plus_one_insert",
+        run: mcp_pass_plus_one_insert,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "mcp_rules_run_sqlite",
+        run: mcp_rules_run_sqlite,
+        iterations: HEAVY,
+    },
 ];
 
 fn workload(name: &str) -> Option<&'static Workload> {
@@ -159,13 +182,28 @@ fn serde_json_round_trip(iters: u64) {
     }
 }
 
-fn canonicalize_1k(iters: u64) {
-    let args = args_1k();
+fn canonicalize_each(args: &[u8], iters: u64) {
     for _ in 0..iters {
         black_box(
-            canonicalize(black_box(&args), Profile::CountersignV1, &Limits::DEFAULT)
-                .expect("valid"),
+            canonicalize(black_box(args), Profile::CountersignV1, &Limits::DEFAULT).expect("valid"),
         );
+    }
+}
+
+fn canonicalize_1k(iters: u64) {
+    canonicalize_each(&args_1k(), iters);
+}
+
+fn canonicalize_317(iters: u64) {
+    canonicalize_each(&tool_arguments(), iters);
+}
+
+fn rules_decision(iters: u64) {
+    let rules = rules::rules();
+    let decision = rules::Decision::publish_post(&tool_arguments());
+    for _ in 0..iters {
+        let ruling = rules.decide(black_box(&decision.call()));
+        assert!(matches!(ruling, Ruling::Run { .. }), "{ruling:?}");
     }
 }
 
@@ -321,6 +359,54 @@ fn mcp_gated_execute(iters: u64) {
         }
         let _ = client.cancel().await;
     });
+}
+
+/// The echo server's `write` in `rules` mode, and the one rule that lets these calls run.
+const RULES_MODE: PolicyText<'static> = PolicyText {
+    toml: Some("[tools.\"write\"]\nmode = \"rules\"\nrisk = \"write\"\n"),
+    rules: Some(
+        "@id(\"benchmark-writes\")\npermit (principal, action == Countersign::Action::\"write\", resource)\nwhen { context.input.text like \"*benchmark*\" };\n",
+    ),
+};
+
+/// The same tool passed through ungated.
+const PASS_MODE: PolicyText<'static> = PolicyText {
+    toml: Some("[tools.\"write\"]\nmode = \"pass\"\n"),
+    rules: None,
+};
+
+/// `write` calls through the guard and the layer on a SQLite store, under `policy`; with
+/// `insert`, each call is followed by one bare one-INSERT transaction of its arguments.
+fn mcp_writes(policy: PolicyText<'_>, insert: bool, iters: u64) {
+    let rt = rt();
+    let dir = tempfile::tempdir().expect("tmp");
+    let conn = sqlite_baseline(&dir.path().join("baseline.db"));
+    let args =
+        serde_json::to_vec(&serde_json::json!({"text": "hello from the benchmark"})).expect("json");
+    rt.block_on(async {
+        let store = SqliteStore::open(&dir.path().join("layer.db")).expect("open");
+        let core = Arc::new(Countersign::new(Arc::new(store), policy, None).expect("layer"));
+        let client = echo::in_process(Some(core)).await;
+        for _ in 0..iters {
+            let r = client
+                .call_tool(text_args("write", "hello from the benchmark"))
+                .await
+                .expect("call");
+            assert_ne!(r.is_error, Some(true), "{r:?}");
+            if insert {
+                sqlite_insert_tx(&conn, &args);
+            }
+        }
+        let _ = client.cancel().await;
+    });
+}
+
+fn mcp_pass_plus_one_insert(iters: u64) {
+    mcp_writes(PASS_MODE, true, iters);
+}
+
+fn mcp_rules_run_sqlite(iters: u64) {
+    mcp_writes(RULES_MODE, false, iters);
 }
 
 /// What valgrind counted for one run of a workload.

@@ -137,12 +137,15 @@ impl Gate {
             })
         };
         // Without budgets or a rate a refusal or a question needs nothing read: decided before
-        // any transaction. With them, inside one, on the totals it read.
+        // any transaction. With them, inside one, on the totals it read. A run decided early is
+        // not decided again in the transaction: nothing the transaction reads can change it,
+        // and a second evaluation was a sixth of a run call through the layer.
         let mut ruling = None;
+        let mut early_run = None;
         if spends.is_empty() && tool.rate.is_none() {
-            let early = rule_call(&[]);
-            if !matches!(early, Ruling::Run { .. }) {
-                ruling = Some(early);
+            match rule_call(&[]) {
+                run @ Ruling::Run { .. } => early_run = Some(run),
+                other => ruling = Some(other),
             }
         }
         let ruling = match ruling {
@@ -167,7 +170,9 @@ impl Gate {
                 };
                 let mut outcome = None;
                 let mut step = |snap: Snapshot| {
-                    let ruling = rule_call(&snap.budgets);
+                    let ruling = early_run
+                        .clone()
+                        .unwrap_or_else(|| rule_call(&snap.budgets));
                     let commit = match &ruling {
                         Ruling::Run { rules } => match over_rate(rate, snap.rate, now) {
                             Some(limited) => {

@@ -175,6 +175,8 @@ pub struct Rules {
     all: PolicySet,
     /// The file's text, which Cedar's diagnostics point into.
     text: std::sync::Arc<str>,
+    /// The entity types every request names.
+    types: request::EntityTypes,
 }
 
 const ANNOTATIONS_NEEDING_APPROVAL: [&str; 2] = ["quorum", "approvers"];
@@ -230,6 +232,7 @@ impl Rules {
             unnamed,
             all,
             text: text.into(),
+            types: request::EntityTypes::new()?,
         })
     }
 
@@ -249,7 +252,7 @@ impl Rules {
     /// or evaluating any rule is a denial.
     #[must_use]
     pub fn decide(&self, call: &RuleCall<'_>) -> Ruling {
-        let (request, entities) = match request::build(call) {
+        let (request, entities) = match request::build(call, &self.types) {
             Ok(built) => built,
             Err(e) => {
                 return Ruling::Deny(Denial::Errored {

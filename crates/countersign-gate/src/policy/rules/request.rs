@@ -43,11 +43,31 @@ pub(super) const AGENT: &str = "Countersign::Agent";
 pub(super) const ACTION: &str = "Countersign::Action";
 pub(super) const TOOL: &str = "Countersign::Tool";
 
-/// The entity uid `TYPE::"id"`.
-pub(super) fn uid(type_name: &str, id: &str) -> Result<EntityUid> {
-    let name = EntityTypeName::from_str(type_name)
-        .map_err(|e| Error::Config(format!("rules: entity type {type_name}: {e}")))?;
-    Ok(EntityUid::from_type_name_and_id(name, EntityId::new(id)))
+/// The entity types a request names, parsed once per rules file: parsing a type name is a
+/// trip through Cedar's parser, which on every call was a few percent of a decision.
+#[derive(Debug, Clone)]
+pub(super) struct EntityTypes {
+    agent: EntityTypeName,
+    action: EntityTypeName,
+    tool: EntityTypeName,
+}
+
+impl EntityTypes {
+    pub(super) fn new() -> Result<Self> {
+        let parse = |type_name: &str| {
+            EntityTypeName::from_str(type_name)
+                .map_err(|e| Error::Config(format!("rules: entity type {type_name}: {e}")))
+        };
+        Ok(EntityTypes {
+            agent: parse(AGENT)?,
+            action: parse(ACTION)?,
+            tool: parse(TOOL)?,
+        })
+    }
+
+    fn uid(type_name: &EntityTypeName, id: &str) -> EntityUid {
+        EntityUid::from_type_name_and_id(type_name.clone(), EntityId::new(id))
+    }
 }
 
 fn text(s: Option<&String>) -> RestrictedExpression {
@@ -61,11 +81,11 @@ fn record(pairs: Vec<(String, RestrictedExpression)>) -> Result<RestrictedExpres
 }
 
 /// The request and the entities it refers to.
-pub(super) fn build(call: &RuleCall<'_>) -> Result<(Request, Entities)> {
+pub(super) fn build(call: &RuleCall<'_>, types: &EntityTypes) -> Result<(Request, Entities)> {
     let subject = call.principal.subject.as_deref().unwrap_or_default();
-    let principal = uid(AGENT, subject)?;
-    let action = uid(ACTION, call.action)?;
-    let resource = uid(TOOL, call.action)?;
+    let principal = EntityTypes::uid(&types.agent, subject);
+    let action = EntityTypes::uid(&types.action, call.action);
+    let resource = EntityTypes::uid(&types.tool, call.action);
     let agent = Entity::new(
         principal.clone(),
         HashMap::from([
