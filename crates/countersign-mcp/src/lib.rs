@@ -54,6 +54,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod admitting;
 mod check;
 mod confirm;
 mod core;
