@@ -46,10 +46,11 @@ async fn the_demo_rules_run_ask_and_deny() {
     assert!(!home.path().join("out/oops.json").exists());
 }
 
-fn start(home: &Home, approvers: &std::path::Path) -> std::process::Output {
+/// `countersign-mcp --demo ARGS…` in `home`, run to its end.
+fn run(home: &Home, args: &[&std::ffi::OsStr]) -> std::process::Output {
     Command::new(mcp_bin())
-        .args(["--demo", "--approvers"])
-        .arg(approvers)
+        .arg("--demo")
+        .args(args)
         .env("COUNTERSIGN_HOME", home.path())
         .env("COUNTERSIGN_TOKEN_SECRET", SECRET)
         .env_remove("COUNTERSIGN_STORE")
@@ -58,6 +59,10 @@ fn start(home: &Home, approvers: &std::path::Path) -> std::process::Output {
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run")
+}
+
+fn start(home: &Home, approvers: &std::path::Path) -> std::process::Output {
+    run(home, &["--approvers".as_ref(), approvers.as_os_str()])
 }
 
 #[tokio::test]
@@ -114,16 +119,7 @@ async fn with_policy_admins_only_a_signed_policy_starts() {
 }
 
 fn check_policy(home: &Home) -> std::process::Output {
-    Command::new(mcp_bin())
-        .args(["--demo", "--check-policy"])
-        .env("COUNTERSIGN_HOME", home.path())
-        .env("COUNTERSIGN_TOKEN_SECRET", SECRET)
-        .env_remove("COUNTERSIGN_STORE")
-        .env_remove("COUNTERSIGN_RULES")
-        .current_dir(home.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .expect("run")
+    run(home, &["--check-policy".as_ref()])
 }
 
 #[test]
