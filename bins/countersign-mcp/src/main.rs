@@ -18,7 +18,7 @@ use countersign_canon::ErrorClass;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy, web};
 use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
 use countersign_mcp::proxy::{Proxy, Upstream};
-use countersign_mcp::{Countersign, Error, Gated, Options, serve_stdio};
+use countersign_mcp::{Countersign, Error, Gated, Options, reload_on_hangup, serve_stdio};
 
 /// Gate any MCP server's tool calls behind a person's approval of an exact revision.
 #[derive(Debug, Parser)]
@@ -214,10 +214,12 @@ async fn run(cli: Cli) -> Result<(), Error> {
         if cli.check_policy {
             return checked(&core, &[Demo::tool()]);
         }
+        let core = Arc::new(core);
+        reload_on_hangup(core.clone(), options, Some(DEMO_POLICY))?;
         if let Some(addr) = cli.web {
-            return serve_web(addr, core, Demo::new(cli.out)).await;
+            return serve_web(addr, &core, Demo::new(cli.out)).await;
         }
-        let gated = Gated::new(Demo::new(cli.out), Arc::new(core));
+        let gated = Gated::new(Demo::new(cli.out), core);
         match http {
             Some(http) => serve(HttpServer::bind(gated, http).await?).await,
             None => serve_stdio(gated).await,
@@ -228,13 +230,15 @@ async fn run(cli: Cli) -> Result<(), Error> {
         if cli.check_policy {
             return checked(&core, &upstream.tools().await?);
         }
+        let core = Arc::new(core);
+        reload_on_hangup(core.clone(), options, None)?;
         match http {
             // One upstream child serves every HTTP session.
             Some(http) => {
-                let gated = Gated::new(Proxy::new(upstream), Arc::new(core));
+                let gated = Gated::new(Proxy::new(upstream), core);
                 serve(HttpServer::bind(gated, http).await?).await
             }
-            None => countersign_mcp::proxy::serve_stdio(upstream, Arc::new(core)).await,
+            None => countersign_mcp::proxy::serve_stdio(upstream, core).await,
         }
     }
 }
@@ -266,10 +270,10 @@ fn checked(core: &Countersign, tools: &[rmcp::model::Tool]) -> Result<(), Error>
 
 /// `--demo --web ADDR`: the review page on ADDR and the sample agent beside it; serves on
 /// after the agent is done, until SIGTERM or ctrl-c.
-async fn serve_web(addr: SocketAddr, core: Countersign, demo: Demo) -> Result<(), Error> {
+async fn serve_web(addr: SocketAddr, core: &Countersign, demo: Demo) -> Result<(), Error> {
     let shutdown = shutdown_signal()
         .map_err(|e| Error::Transport(format!("cannot install the signal handlers: {e}")))?;
-    let server = web::bind(addr, &core).await?;
+    let server = web::bind(addr, core).await?;
     let page = server.url();
     eprintln!(
         "countersign-mcp: review page on {page} (bound to {})",
@@ -279,7 +283,7 @@ async fn serve_web(addr: SocketAddr, core: Countersign, demo: Demo) -> Result<()
         eprintln!("countersign-mcp: {}", web::DEVELOPMENT_BANNER);
     }
     let server = tokio::spawn(server.run(shutdown));
-    match web::sample_agent(&core, &demo, &page).await {
+    match web::sample_agent(core, &demo, &page).await {
         Ok(_) => eprintln!("countersign-mcp: still serving the review page; ctrl-c to stop"),
         Err(e) => eprintln!(
             "countersign-mcp: the sample agent stopped: error[{}]: {e}",

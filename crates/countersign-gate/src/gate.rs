@@ -15,8 +15,9 @@ use countersign_replay::Ledger;
 use countersign_token::{Clock, SystemClock};
 
 use crate::approval::Approvers;
-use crate::audit::{Anchor, AuditEvent};
+use crate::audit::Anchor;
 use crate::error::{Error, Result};
+use crate::in_force::{Cell, InForce};
 use crate::model::{Draft, DraftId, DraftSummary, Page};
 use crate::owner::Owner;
 use crate::policy::Policy;
@@ -35,14 +36,13 @@ pub(crate) fn millis(d: Duration) -> i64 {
 #[derive(Debug)]
 pub struct Gate {
     pub(crate) store: Arc<dyn GateStore>,
-    pub(crate) policy: Arc<Policy>,
+    pub(crate) in_force: Cell,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) anchor: Option<Arc<Anchor>>,
     pub(crate) owner: Owner,
     pub(crate) limits: Limits,
     pub(crate) lease: Duration,
     pub(crate) refusals: Refusals,
-    pub(crate) approvers: Option<Arc<Approvers>>,
     pub(crate) ledger: Option<Ledger>,
 }
 
@@ -51,14 +51,13 @@ impl Gate {
     pub fn new(store: Arc<dyn GateStore>, policy: Arc<Policy>) -> Self {
         Gate {
             store,
-            policy,
+            in_force: Cell::new(InForce::new(policy, None)),
             clock: Arc::new(SystemClock),
             anchor: None,
             owner: Owner::current(),
             limits: Limits::default(),
             lease: Duration::from_secs(600),
             refusals: Refusals::default(),
-            approvers: None,
             ledger: None,
         }
     }
@@ -67,7 +66,7 @@ impl Gate {
     /// does not say `signed = false`, and only listed people may approve.
     #[must_use]
     pub fn with_approvers(mut self, approvers: Arc<Approvers>) -> Self {
-        self.approvers = Some(approvers);
+        self.in_force.get_mut().approvers = Some(approvers);
         self
     }
 
@@ -78,19 +77,31 @@ impl Gate {
         self
     }
 
-    /// A new audit event of `kind` at `now`, naming the policy it is decided under when the
-    /// policy's digest is known: a record then says which signed policy allowed it.
-    pub(crate) fn event(&self, kind: &'static str, now: i64) -> AuditEvent {
-        let event = AuditEvent::new(kind, now);
-        match self.policy.digest() {
-            Some(d) => event.text("policy", &d.to_hex()),
-            None => event,
+    /// The policy and approvers file in force now. A stage takes this once and decides under
+    /// it throughout, however a reload swaps them meanwhile.
+    pub fn in_force(&self) -> Arc<InForce> {
+        self.in_force.get()
+    }
+
+    /// Puts `policy` and `approvers` in force for every decision that starts after this, as one
+    /// change (SIGHUP in the servers). The same checks as at start apply, and on a refusal the
+    /// old ones stay: a bad file never leaves a gate without a policy.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the policy asks for signatures without an approvers file, names
+    /// rules it lacks, or the reload adds or removes the approvers file.
+    pub fn reload(&self, policy: Arc<Policy>, approvers: Option<Arc<Approvers>>) -> Result<()> {
+        let next = self.in_force.replace(InForce::new(policy, approvers))?;
+        match next.policy().digest() {
+            Some(d) => tracing::info!(policy = %d.to_hex(), "a new policy is in force"),
+            None => tracing::info!("a new policy is in force"),
         }
+        Ok(())
     }
 
     /// The approvers file in force, if any.
-    pub fn approvers(&self) -> Option<&Approvers> {
-        self.approvers.as_deref()
+    pub fn approvers(&self) -> Option<Arc<Approvers>> {
+        self.in_force.get().approvers.clone()
     }
 
     /// Replaces the clock (the system clock by default); tests fix it to expire approvals.
@@ -136,9 +147,9 @@ impl Gate {
         &self.store
     }
 
-    /// The policy.
-    pub fn policy(&self) -> &Policy {
-        &self.policy
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.in_force.get().policy.clone()
     }
 
     pub(crate) fn now(&self) -> i64 {

@@ -82,6 +82,7 @@ pub mod approval;
 pub mod audit;
 mod error;
 mod gate;
+mod in_force;
 mod inspect;
 mod model;
 mod open;
@@ -103,6 +104,7 @@ pub use crate::action::{
 };
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Gate, MAX_PAGE};
+pub use crate::in_force::InForce;
 pub use crate::inspect::AuditReport;
 pub use crate::model::{
     Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,

@@ -32,7 +32,7 @@ impl Gate {
     pub async fn upkeep(&self) -> Result<u64> {
         let now = self.now();
         self.flush_refusals(now).await;
-        let before = now.saturating_sub(millis(self.policy.limits().retention));
+        let before = now.saturating_sub(millis(self.policy().limits().retention));
         let dropped = self.store.purge(DROPPED, before).await?;
         if dropped > 0 {
             let event = AuditEvent::new("retention", now)

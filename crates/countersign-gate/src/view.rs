@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use countersign_canon::{Digest, Limits, Manifest, ManifestLimits, Profile, Revision, Value};
 
 use crate::error::{Error, Result};
-use crate::gate::Gate;
+use crate::in_force::InForce;
 use crate::model::Draft;
 use crate::privacy;
 
@@ -184,12 +184,12 @@ pub fn manifest(draft: &Draft) -> Result<Manifest> {
     manifest_with(&draft.canonical, draft.revision, &draft.hidden)
 }
 
-impl Gate {
+impl InForce {
     /// Refuses an envelope that could not be stored and read back, or whose manifest is over
     /// the policy's manifest limit.
     pub(crate) fn fits(&self, canonical: &[u8], hidden: &[String]) -> Result<()> {
         fits_stored(canonical)?;
-        fits_manifest(canonical, hidden, &self.policy.manifest_limits())
+        fits_manifest(canonical, hidden, &self.policy().manifest_limits())
     }
 }
 

@@ -32,7 +32,7 @@ impl<H: ServerHandler> countersign_gate::ActionPort for Admitting<'_, H> {
         if draft.principal() != self.principal {
             return Err(countersign_gate::Error::NotFound);
         }
-        if !may_run(draft, self.core.gate().policy()) {
+        if !may_run(draft, &self.core.gate().policy()) {
             return Ok(());
         }
         // A definition that changed since the proposal voids the draft. That holds for a retry

@@ -7,7 +7,7 @@
 //! library user's server all apply exactly the same rules.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
@@ -68,8 +68,8 @@ impl Plan {
 pub struct Countersign {
     gate: Arc<Gate>,
     /// The policy exactly as written (`None`: no file), for telling an explicit rule from the
-    /// read-only default.
-    written: Option<Policy>,
+    /// read-only default; replaced on reload with the gate's.
+    written: RwLock<Option<Arc<Policy>>>,
     confirm: Option<Confirmer>,
     limits: Limits,
     /// How long a call waits for the person's answer to an elicitation.
@@ -138,7 +138,7 @@ impl Countersign {
     fn assemble(gate: Arc<Gate>, written: Option<Policy>, confirm: Option<Confirmer>) -> Self {
         Countersign {
             gate,
-            written,
+            written: RwLock::new(written.map(Arc::new)),
             confirm,
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
@@ -216,13 +216,38 @@ impl Countersign {
         &self.limits
     }
 
+    /// The policy as written, as it stands now.
+    fn written(&self) -> Option<Arc<Policy>> {
+        // One pointer is assigned under the lock, so a poisoned lock still holds a whole value.
+        self.written
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts a new policy, rules file and approvers file in force for every call that starts
+    /// after this, checked as at start; on an error the old ones stay in force. The caller
+    /// checks the policy admins' signatures first ([`crate::Options::reload`] does).
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the policy or rules do not parse or do not fit the approvers file
+    /// (a reload cannot add or remove it).
+    pub fn reload<'a>(
+        &self,
+        policy: impl Into<PolicyText<'a>>,
+        approvers: Option<Arc<Approvers>>,
+    ) -> Result<()> {
+        let (written, effective) = policies(policy.into(), approvers.is_some())?;
+        self.gate.reload(Arc::new(effective), approvers)?;
+        *self.written.write().unwrap_or_else(PoisonError::into_inner) = written.map(Arc::new);
+        Ok(())
+    }
+
     /// How `tool` is handled: its policy entry if the file names it (or has `[defaults]` with a
     /// mode), else pass-through for a tool marked `readOnlyHint: true` and approval otherwise.
     pub fn plan(&self, tool: &Tool) -> Plan {
-        let entry = self
-            .written
-            .as_ref()
-            .and_then(|p| p.lookup(&tool.name).ok());
+        let written = self.written();
+        let entry = written.as_ref().and_then(|p| p.lookup(&tool.name).ok());
         match entry {
             Some(p) => match p.mode {
                 Mode::Pass => Plan::Pass,

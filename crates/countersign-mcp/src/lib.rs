@@ -89,6 +89,8 @@ pub use crate::countersign_tools::{EXECUTE, LIST, REVISE, STATUS};
 pub use crate::error::{Error, ErrorCode, Result, ShownDraft};
 pub use crate::gated::{Gated, principal};
 pub use crate::port::{HandlerPort, NOT_SENT};
-pub use crate::serve::{Options, default_policy_path, serve_stdio, serve_stdio_with};
+pub use crate::serve::{
+    Options, default_policy_path, reload_on_hangup, serve_stdio, serve_stdio_with,
+};
 pub use crate::tool_definition::{Marking, tool_digest};
 pub use crate::transport::GuardedTransport;

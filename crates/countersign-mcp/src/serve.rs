@@ -63,12 +63,7 @@ impl Options {
     pub async fn build_with_default_policy(&self, fallback: Option<&str>) -> Result<Countersign> {
         let config = |e: &dyn std::fmt::Display| Error::Config(e.to_string());
         let url = StoreUrl::from_option(self.store.as_deref()).map_err(|e| config(&e))?;
-        let default_policy = default_policy_path()?;
-        let policy = read_policy(self.config.as_deref(), &default_policy)?;
-        let rules = read_rules(
-            self.rules.as_deref(),
-            self.config.as_deref().unwrap_or(&default_policy),
-        )?;
+        let files = self.policy_files(fallback)?;
         let ledger_url = match self.ledger.as_deref() {
             Some(l) => StoreUrl::parse(l).map_err(|e| config(&e))?,
             None => url.clone(),
@@ -88,17 +83,44 @@ impl Options {
         for note in &settings.notes {
             tracing::warn!("{note}");
         }
-        let signers = match &self.approvers {
-            Some(path) => Some((Arc::new(Approvers::load(path)?), ledger.clone())),
+        let signers = files.approvers.clone().map(|a| (a, ledger.clone()));
+        let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
+        let core = Countersign::open_signed(&url, files.text(), Some(confirmer), signers).await?;
+        match &self.review_url {
+            Some(base) => core.with_review_url(base),
+            None => Ok(core),
+        }
+    }
+
+    /// Reads the policy, rules and approvers files again and puts them in force in `core`, as
+    /// one change: the policy admins' signatures are checked as at start, and on any error the
+    /// files in force stay so (SIGHUP, see [`reload_on_hangup`]).
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` (a file that cannot be read or does not parse, or a reload that adds or
+    /// removes the approvers file), `POLICY_UNSIGNED`.
+    pub fn reload(&self, core: &Countersign, fallback: Option<&str>) -> Result<()> {
+        let files = self.policy_files(fallback)?;
+        core.reload(files.text(), files.approvers.clone())
+    }
+
+    /// The policy (else `fallback`), rules and approvers files, read once each; with policy
+    /// admins listed, nothing is returned that they did not sign.
+    fn policy_files(&self, fallback: Option<&str>) -> Result<PolicyFiles> {
+        let default_policy = default_policy_path()?;
+        let policy_path = self.config.as_deref().unwrap_or(&default_policy);
+        let toml = read_policy(self.config.as_deref(), &default_policy)?
+            .or_else(|| fallback.map(str::to_owned));
+        let rules = read_rules(self.rules.as_deref(), policy_path)?;
+        let approvers = match &self.approvers {
+            Some(path) => Some(Arc::new(Approvers::load(path)?)),
             None => None,
         };
-        let policy_path = self.config.as_deref().unwrap_or(&default_policy);
-        let toml = policy.as_deref().or(fallback);
-        if let Some((approvers, _)) = &signers
+        if let Some(approvers) = &approvers
             && approvers.has_admins()
         {
             // Policy admins are listed: nothing is decided under a policy they did not sign.
-            let bundle = PolicyBundle::new(toml.unwrap_or_default().to_owned(), rules.clone());
+            let bundle = PolicyBundle::new(toml.clone().unwrap_or_default(), rules.clone());
             let sigs = PolicySignatures::load(&beside(policy_path, SIGNATURES_FILE))?;
             let signed = check_signed(&bundle, sigs.as_ref(), approvers)?;
             tracing::info!(
@@ -107,17 +129,71 @@ impl Options {
                 "the policy is signed by enough policy admins"
             );
         }
-        let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
-        let policy = PolicyText {
+        Ok(PolicyFiles {
             toml,
-            rules: rules.as_deref(),
-        };
-        let core = Countersign::open_signed(&url, policy, Some(confirmer), signers).await?;
-        match &self.review_url {
-            Some(base) => core.with_review_url(base),
-            None => Ok(core),
+            rules,
+            approvers,
+        })
+    }
+}
+
+/// The files that together make what a gate decides under.
+struct PolicyFiles {
+    toml: Option<String>,
+    rules: Option<String>,
+    approvers: Option<Arc<Approvers>>,
+}
+
+impl PolicyFiles {
+    fn text(&self) -> PolicyText<'_> {
+        PolicyText {
+            toml: self.toml.as_deref(),
+            rules: self.rules.as_deref(),
         }
     }
+}
+
+/// Reloads the policy files into `core` on every SIGHUP, for as long as the runtime runs: a
+/// file that is refused is logged and the old policy stays in force. Each replica reloads its
+/// own files when it gets the signal.
+///
+/// # Errors
+/// `CONFIG_INVALID` when the signal handler cannot be installed.
+#[cfg(unix)]
+pub fn reload_on_hangup(
+    core: Arc<Countersign>,
+    options: Options,
+    fallback: Option<&'static str>,
+) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut hangups = signal(SignalKind::hangup())
+        .map_err(|e| Error::Config(format!("cannot install the SIGHUP handler: {e}")))?;
+    tokio::spawn(async move {
+        while hangups.recv().await.is_some() {
+            match options.reload(&core, fallback) {
+                Ok(()) => tracing::info!("SIGHUP: the policy files are reloaded"),
+                Err(e) => tracing::error!(
+                    code = e.code().as_str(),
+                    "SIGHUP: the new policy files are refused and the old ones stay in force: {e}"
+                ),
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Without SIGHUP there is nothing to reload on: a policy change needs a restart.
+///
+/// # Errors
+/// None.
+#[cfg(not(unix))]
+pub fn reload_on_hangup(
+    _core: Arc<Countersign>,
+    _options: Options,
+    _fallback: Option<&'static str>,
+) -> Result<()> {
+    tracing::warn!("no SIGHUP on this system: a policy change needs a restart");
+    Ok(())
 }
 
 /// `$HOME_FOLDER/countersign.toml`, the policy file read when `--config` is not given.

@@ -292,6 +292,5 @@ pub(crate) fn serves(review: &Review, person: &Person, tenant: Option<&str>) -> 
     review
         .gate
         .approvers()
-        .and_then(|a| a.get(&person.name))
-        .is_some_and(|a| a.serves(tenant))
+        .is_some_and(|a| a.get(&person.name).is_some_and(|a| a.serves(tenant)))
 }

@@ -90,7 +90,7 @@ async fn enroll(review: &Review, call: &Call, get: bool, post: bool) -> PageResu
     } else if post {
         let listed = review.gate.approvers();
         links
-            .register(&call.origin, &call.query, &call.body, listed)
+            .register(&call.origin, &call.query, &call.body, listed.as_deref())
             .await
     } else {
         Err(not_found())

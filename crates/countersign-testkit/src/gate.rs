@@ -16,6 +16,7 @@ mod flows;
 mod people;
 mod races;
 mod recording;
+mod reload;
 mod rules;
 mod tenancy;
 
@@ -240,6 +241,7 @@ where
     rules::rate_on_runs(make().await).await;
     rules::asks_are_held(make().await).await;
     rules::budget_race(make().await).await;
+    reload::in_force(make().await).await;
     tenancy::run_all(&make).await;
     people::run_all(&make).await;
 }

@@ -51,13 +51,14 @@ pub(crate) async fn serve_pid(cmd: tokio::process::Command) -> (Client, u32) {
     (().serve(child).await.expect("handshake"), pid)
 }
 
-/// Starts `cmd` as an rmcp client with its stderr in the file `log`.
-async fn logging(cmd: tokio::process::Command, log: &Path) -> Client {
+/// Starts `cmd` as an rmcp client with its stderr in the file `log`; also returns its pid.
+async fn logging(cmd: tokio::process::Command, log: &Path) -> (Client, u32) {
     let (child, _) = TokioChildProcess::builder(cmd)
         .stderr(std::fs::File::create(log).expect("log file"))
         .spawn()
         .expect("spawn countersign-mcp");
-    ().serve(child).await.expect("handshake")
+    let pid = child.id().expect("pid");
+    (().serve(child).await.expect("handshake"), pid)
 }
 
 /// A private home folder with a policy file and the settings both binaries read.
@@ -137,7 +138,9 @@ impl Home {
     /// The proxy in front of the test upstream, logging at `filter` (`RUST_LOG`) into the file
     /// `log` (its stderr).
     pub(crate) async fn logging_proxy(&self, filter: &str, log: &Path) -> Client {
-        logging(self.proxy_command(&[("RUST_LOG", Path::new(filter))]), log).await
+        logging(self.proxy_command(&[("RUST_LOG", Path::new(filter))]), log)
+            .await
+            .0
     }
 
     /// `countersign-mcp --demo`, logging at `filter` (`RUST_LOG`) into the file `log`, with
@@ -150,7 +153,18 @@ impl Home {
     ) -> Client {
         let mut env = vec![("RUST_LOG", Path::new(filter))];
         env.extend_from_slice(extra);
-        logging(self.command(&["--demo"], &env), log).await
+        logging(self.command(&["--demo"], &env), log).await.0
+    }
+
+    /// `countersign-mcp ARGS…` logging at `filter` (`RUST_LOG`) into the file `log`, and its
+    /// process id.
+    pub(crate) async fn logging_pid(
+        &self,
+        args: &[&str],
+        filter: &str,
+        log: &Path,
+    ) -> (Client, u32) {
+        logging(self.command(args, &[("RUST_LOG", Path::new(filter))]), log).await
     }
 
     /// The proxy in front of the test upstream with `extra` in its environment, opened by a

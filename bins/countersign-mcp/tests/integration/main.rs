@@ -13,6 +13,7 @@ mod limits;
 mod manifest;
 mod matrix;
 mod proxy;
+mod reload;
 mod replicas;
 mod review;
 mod review_people;

@@ -76,8 +76,7 @@ fn signer_name(gate: &Gate, key: &Path, as_name: Option<String>) -> Result<Strin
     }
     let found = public_key(key).and_then(|k| {
         gate.approvers()
-            .and_then(|a| a.by_ssh_key(&k))
-            .map(|a| a.name().to_owned())
+            .and_then(|a| a.by_ssh_key(&k).map(|a| a.name().to_owned()))
     });
     found.ok_or_else(|| {
         Failure::invalid(

@@ -86,7 +86,7 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         .map(|v| signed_policy::verify(v, trust.approvers))
         .transpose()?;
     if let Some(seal) = &seal {
-        decided_under(&records, &seal.signed().digest().to_hex())?;
+        decided_under(&records, &id, &seal.signed().digest().to_hex())?;
     }
     let rule = rule(trust, seal.as_ref(), facts.policy.as_ref(), action)?;
     let draft = DraftFacts {
@@ -165,24 +165,37 @@ fn rule(
     })
 }
 
-/// Refuses a signed policy other than the one the receipt's decisions were made under: each
-/// record that names a policy digest (every decision under a known policy does) must name this
-/// one, or the rule taken from the bundle is not the rule that was applied.
-fn decided_under(records: &[AuditRecord], digest: &str) -> Result<(), ReceiptError> {
-    for r in records {
-        let Ok(Value::Object(body)) =
-            countersign_canon::parse(&r.body, Profile::CountersignV1, &Limits::DEFAULT)
-        else {
-            continue;
-        };
+/// Refuses a signed policy other than the one the receipt's decisions were made under, or the
+/// rule taken from the bundle is not the rule that was applied. The policy in force when the
+/// draft ran is the one that counted its approvals (the execution checks them again), so it is
+/// its `execute` records that must name this digest; a draft that has not run is held to its
+/// `approve` records. Other records may name another policy: one reloaded since, or the
+/// records of other drafts the stretch holds.
+fn decided_under(records: &[AuditRecord], id: &DraftId, digest: &str) -> Result<(), ReceiptError> {
+    let bodies: Vec<(u64, Object)> = records
+        .iter()
+        .filter_map(|r| Some((r.seq, body_of(r)?)))
+        .filter(|(_, b)| text(b, "draft") == Some(id.as_str()))
+        .collect();
+    let of = |event: &'static str| {
+        bodies
+            .iter()
+            .filter(move |(_, b)| text(b, "event") == Some(event))
+    };
+    let deciding: Vec<&(u64, Object)> = if of("execute").next().is_some() {
+        of("execute").collect()
+    } else {
+        of("approve").collect()
+    };
+    for (seq, body) in deciding {
         if let Some(Value::String(named)) = body.get("policy")
             && named != digest
         {
             return Err(fail(
                 signed_policy::PART,
                 format!(
-                    "record {} was decided under policy {named}, not the signed policy the                      receipt carries ({digest})",
-                    r.seq
+                    "record {seq} was decided under policy {named}, not the signed policy the \
+                     receipt carries ({digest})"
                 ),
             ));
         }

@@ -38,7 +38,8 @@ impl Gate {
         channel: Channel,
     ) -> Result<Approval> {
         let now = self.now();
-        let event = self
+        let force = self.in_force();
+        let event = force
             .event("approve", now)
             .text("draft", draft_id)
             .text("approver", approver)
@@ -49,13 +50,13 @@ impl Gate {
             Err(e) => return self.refuse_audited(event, e, None).await,
         };
         let event = event.text("revision", &revision.to_hex());
-        let policy = &self.policy;
+        let policy = force.policy();
         let input = Approving {
             revision,
             approver,
             channel,
             evidence: None,
-            approvers: self.approvers.as_deref(),
+            approvers: force.approvers(),
         };
         self.on_draft(id, |snap| decide_approve(snap, policy, &input, &event, now))
             .await
@@ -73,10 +74,11 @@ impl Gate {
         signature: &Signature,
     ) -> Result<Vec<Approval>> {
         let now = self.now();
-        let event = self
+        let force = self.in_force();
+        let event = force
             .event("approve", now)
             .text("channel", Channel::Cli.as_str());
-        let checked = self.checked(statement, signature, &event).await?;
+        let checked = self.checked(&force, statement, signature, &event).await?;
         let name = checked.statement.approver().to_owned();
         let event = event.text("approver", &name);
         if checked.statement.kind() != Kind::Approval {
@@ -86,9 +88,10 @@ impl Gate {
             };
             return self.refuse_audited(event, e, None).await;
         }
-        let approvers = self.signers()?;
+        let approvers = force.signers()?;
         for (id, revision) in checked.statement.items() {
-            if let Err(e) = self.precheck(id, revision, &name, approvers).await {
+            let prechecked = self.precheck(force.policy(), id, revision, &name, approvers);
+            if let Err(e) = prechecked.await {
                 let event = event.clone().text("draft", id.as_str());
                 return self.refuse_audited(event, e, None).await;
             }
@@ -109,7 +112,7 @@ impl Gate {
                 evidence: Some(checked.evidence.clone()),
                 approvers: Some(approvers),
             };
-            let policy = &self.policy;
+            let policy = force.policy();
             approvals.push(
                 self.on_draft(id.clone(), |snap| {
                     decide_approve(snap, policy, &input, &event, now)
@@ -124,6 +127,7 @@ impl Gate {
     /// when any of its drafts would be, before its nonce is spent.
     async fn precheck(
         &self,
+        policy: &Policy,
         id: &DraftId,
         revision: &Revision,
         name: &str,
@@ -131,7 +135,7 @@ impl Gate {
     ) -> Result<()> {
         let draft = self.store.draft(id).await?.ok_or(Error::NotFound)?;
         approvable(&draft, *revision)?;
-        let tool = self.policy.for_draft(&draft)?;
+        let tool = policy.for_draft(&draft)?;
         allowed(Some(approvers), &tool, &draft, name)
     }
 }

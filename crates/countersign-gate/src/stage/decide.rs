@@ -13,6 +13,7 @@ use super::propose::Proposal;
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
+use crate::in_force::InForce;
 use crate::model::Draft;
 use crate::policy::rules::{Ask, NumberShape, RuleCall, Rules, Ruling};
 use crate::policy::{Budget, Mode, ToolPolicy};
@@ -102,8 +103,9 @@ impl Gate {
     pub async fn decide(&self, call: RuledCall<'_>) -> Result<Decided> {
         let p = call.proposal;
         let now = self.now();
-        let event = self.event("decide", now).text("action", p.action);
-        let prepared = self
+        let force = self.in_force();
+        let event = force.event("decide", now).text("action", p.action);
+        let prepared = force
             .ruled_policy(p.action)
             .and_then(|(tool, rules)| Ok((tool, rules, self.normalize(p.action, tool, p.args)?)));
         let (tool, rules, args) = match prepared {
@@ -111,7 +113,7 @@ impl Gate {
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
         let numbers = NumberShape::of_schema(call.schema);
-        let spends = match self.spends(p.action, &args, &p.principal, now) {
+        let spends = match force.spends(p.action, &args, &p.principal, now) {
             Ok(spends) => spends,
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
@@ -222,7 +224,7 @@ impl Gate {
             Ruling::Ask(ask) => {
                 let event = event.text("rules", &ask.rules.join(","));
                 let draft = self
-                    .open_draft(p, tool, args, event, now, Some(ask.clone()))
+                    .open_draft(&force, p, tool, args, event, now, Some(ask.clone()))
                     .await?;
                 Ok(Decided::Ask {
                     draft: Box::new(draft),
@@ -232,7 +234,9 @@ impl Gate {
             Ruling::Run { rules } => Ok(Decided::Run(Cleared { args, rules })),
         }
     }
+}
 
+impl InForce {
     /// Each budget that applies to a call of `action`, what the call adds to it, and the key
     /// its total is read under.
     pub(super) fn spends(
@@ -242,7 +246,7 @@ impl Gate {
         principal: &Principal,
         now: i64,
     ) -> Result<Vec<(&Budget, i64, BudgetKey)>> {
-        self.policy
+        self.policy()
             .budgets()
             .iter()
             .filter(|b| b.applies_to(action))
@@ -252,14 +256,14 @@ impl Gate {
 
     /// The policy of a `rules`-mode tool and the rules file that decides it.
     pub(super) fn ruled_policy(&self, action: &str) -> Result<(&ToolPolicy, &Rules)> {
-        let tool = self.policy.lookup(action)?;
+        let tool = self.policy().lookup(action)?;
         if tool.mode != Mode::Rules {
             return Err(Error::PolicyDenied {
                 tool: action.to_owned(),
                 why: "this tool is not in rules mode",
             });
         }
-        let rules = self.policy.rules().ok_or_else(|| {
+        let rules = self.policy().rules().ok_or_else(|| {
             Error::Config("the tool is in mode \"rules\" but no rules file is loaded".into())
         })?;
         Ok((tool, rules))

@@ -42,9 +42,10 @@ impl Gate {
     pub async fn explain(&self, call: RuledCall<'_>) -> Result<Explanation> {
         let p = call.proposal;
         let now = self.now();
-        let (tool, rules) = self.ruled_policy(p.action)?;
+        let force = self.in_force();
+        let (tool, rules) = force.ruled_policy(p.action)?;
         let args = self.normalize(p.action, tool, p.args)?;
-        let spends = self.spends(p.action, &args, &p.principal, now)?;
+        let spends = force.spends(p.action, &args, &p.principal, now)?;
         let mut totals = vec![0; spends.len()];
         if !spends.is_empty() {
             let keys_read: Vec<BudgetKey> = spends.iter().map(|(_, _, k)| k.clone()).collect();

@@ -10,6 +10,7 @@ use countersign_canon::{Digest, Envelope, Principal, Profile, Revision, Value};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
+use crate::in_force::InForce;
 use crate::model::{Draft, DraftId, RevisionRecord};
 use crate::policy::fields::FieldRule;
 use crate::policy::rules::Ask;
@@ -65,27 +66,6 @@ impl Gate {
         Ok(value)
     }
 
-    /// The policy of a tool whose calls become drafts. A `rules`-mode tool's calls are decided
-    /// by [`Gate::decide`], which alone makes their drafts; an existing one may be revised.
-    pub(super) fn gated_policy(&self, action: &str, stage: DraftStage) -> Result<&ToolPolicy> {
-        let tool = self.policy.lookup(action)?;
-        match (tool.mode, stage) {
-            (Mode::Approval, _) | (Mode::Rules, DraftStage::Revise) => Ok(tool),
-            (Mode::Rules, DraftStage::Propose) => Err(Error::PolicyDenied {
-                tool: action.to_owned(),
-                why: "this tool's calls are decided by the rules file",
-            }),
-            (Mode::Deny, _) => Err(Error::PolicyDenied {
-                tool: action.to_owned(),
-                why: "the policy denies this tool",
-            }),
-            (Mode::Confirm | Mode::Pass, _) => Err(Error::PolicyDenied {
-                tool: action.to_owned(),
-                why: "this tool is not in approval mode",
-            }),
-        }
-    }
-
     /// Proposes an action: policy, privacy scan, field rules, canonical envelope, revision, and
     /// a new draft waiting for a person.
     ///
@@ -94,22 +74,26 @@ impl Gate {
     /// audit record, which names only the kind and pointer), `STORE_UNAVAILABLE`.
     pub async fn propose(&self, p: Proposal<'_>) -> Result<Draft> {
         let now = self.now();
-        let event = self.event("propose", now).text("action", p.action);
-        let prepared = self
+        let force = self.in_force();
+        let event = force.event("propose", now).text("action", p.action);
+        let prepared = force
             .gated_policy(p.action, DraftStage::Propose)
             .and_then(|tool| Ok((tool, self.normalize(p.action, tool, p.args)?)));
         let (tool, args) = match prepared {
             Ok(ok) => ok,
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
-        self.open_draft(p, tool, args, event, now, None).await
+        self.open_draft(&force, p, tool, args, event, now, None)
+            .await
     }
 
     /// Stores a new draft of normalized `args` for a person to approve, within the principal's
     /// quota; `event` is the audit record begun for the call (the refusal is audited on it), and
     /// `ruling` what the rules ask of its approval when a rule sent it.
+    #[allow(clippy::too_many_arguments)] // each is one part of the call being stored
     pub(super) async fn open_draft(
         &self,
+        force: &InForce,
         p: Proposal<'_>,
         tool: &ToolPolicy,
         args: Value,
@@ -125,7 +109,7 @@ impl Gate {
         };
         let canonical = envelope.to_canonical_bytes();
         let hidden: Vec<String> = tool.hidden().map(str::to_owned).collect();
-        if let Err(e) = self.fits(&canonical, &hidden) {
+        if let Err(e) = force.fits(&canonical, &hidden) {
             return self
                 .refuse_audited(event, e, Some(&envelope.principal))
                 .await;
@@ -161,7 +145,7 @@ impl Gate {
             editor: None,
             created_at: now,
         };
-        let limits = *self.policy.limits();
+        let limits = *force.policy().limits();
         let keys = TxKeys {
             quota: Some(QuotaKeys {
                 principal: draft.principal.clone(),
@@ -193,5 +177,28 @@ impl Gate {
                 .await;
         }
         Ok(draft)
+    }
+}
+
+impl InForce {
+    /// The policy of a tool whose calls become drafts. A `rules`-mode tool's calls are decided
+    /// by [`Gate::decide`], which alone makes their drafts; an existing one may be revised.
+    pub(super) fn gated_policy(&self, action: &str, stage: DraftStage) -> Result<&ToolPolicy> {
+        let tool = self.policy().lookup(action)?;
+        match (tool.mode, stage) {
+            (Mode::Approval, _) | (Mode::Rules, DraftStage::Revise) => Ok(tool),
+            (Mode::Rules, DraftStage::Propose) => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "this tool's calls are decided by the rules file",
+            }),
+            (Mode::Deny, _) => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "the policy denies this tool",
+            }),
+            (Mode::Confirm | Mode::Pass, _) => Err(Error::PolicyDenied {
+                tool: action.to_owned(),
+                why: "this tool is not in approval mode",
+            }),
+        }
     }
 }

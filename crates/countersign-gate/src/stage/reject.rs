@@ -24,10 +24,12 @@ impl Gate {
     pub async fn reject(&self, draft_id: &str, by: &str, reason: Option<&str>) -> Result<()> {
         let now = self.now();
         let id = DraftId::parse(draft_id)?;
-        let event = AuditEvent::new("reject", now)
+        let force = self.in_force();
+        let event = force
+            .event("reject", now)
             .text("draft", id.as_str())
             .text("by", by);
-        let (policy, approvers) = (&self.policy, self.approvers.as_deref());
+        let (policy, approvers) = (force.policy(), force.approvers());
         let input = Rejecting {
             by,
             reason,

@@ -6,7 +6,6 @@
 //! approvals, the finding must be signed too.
 
 use crate::approval::{Kind, Outcome, Signature, allowed};
-use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::model::{Draft, DraftId, OpStatus};
@@ -41,12 +40,14 @@ impl Gate {
     pub async fn resolve(&self, r: Resolution<'_>) -> Result<()> {
         let now = self.now();
         let id = DraftId::parse(r.draft_id)?;
-        let event = AuditEvent::new("resolve", now)
+        let force = self.in_force();
+        let event = force
+            .event("resolve", now)
             .text("draft", id.as_str())
             .text("outcome", r.outcome.as_str());
         let checked = match r.signed {
             Some((statement, signature)) => {
-                let c = self.checked(statement, signature, &event).await?;
+                let c = self.checked(&force, statement, signature, &event).await?;
                 let fits = c.statement.kind() == Kind::Resolution(r.outcome)
                     && c.statement.items().iter().any(|(d, _)| *d == id);
                 if !fits {
@@ -95,7 +96,7 @@ impl Gate {
             operation: Some(op_id),
             ..TxKeys::default()
         };
-        let approvers = self.approvers.as_deref();
+        let (policy, approvers) = (force.policy(), force.approvers());
         let signed = checked.is_some();
         let event = &event;
         self.on_draft_with(keys, None, |snap| {
@@ -103,7 +104,7 @@ impl Gate {
             let (Some(mut draft), Some(mut op)) = (snap.draft, snap.operation) else {
                 return refuse(Error::NotFound);
             };
-            let tool = match self.policy.for_draft(&draft) {
+            let tool = match policy.for_draft(&draft) {
                 Ok(t) => t,
                 Err(e) => return refuse(e),
             };

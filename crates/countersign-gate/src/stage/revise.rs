@@ -49,17 +49,19 @@ impl Gate {
         let id = DraftId::parse(draft_id)?;
         let expected = parse_revision(expected)?;
         let current = self.store.draft(&id).await?.ok_or(Error::NotFound)?;
-        let mut event = AuditEvent::new("revise", now)
+        let force = self.in_force();
+        let mut event = force
+            .event("revise", now)
             .text("draft", id.as_str())
             .text("action", &current.action);
         if let Some(editor) = editor {
             event = event.text("editor", editor);
         }
-        let prepared = self
+        let prepared = force
             .gated_policy(&current.action, DraftStage::Revise)
             .and_then(|tool| {
                 if let Some(editor) = editor {
-                    entitled(self.approvers.as_deref(), tool, &current, editor)?;
+                    entitled(force.approvers(), tool, &current, editor)?;
                 }
                 self.normalize(&current.action, tool, args)
             })
@@ -78,11 +80,11 @@ impl Gate {
             Err(e) => return self.refuse_audited(event, e, Some(principal)).await,
         };
         let canonical = envelope.to_canonical_bytes();
-        if let Err(e) = self.fits(&canonical, &current.hidden) {
+        if let Err(e) = force.fits(&canonical, &current.hidden) {
             return self.refuse_audited(event, e, Some(principal)).await;
         }
         let revision = Revision::of_canonical(&canonical);
-        let limits = *self.policy.limits();
+        let limits = *force.policy().limits();
         let keys = TxKeys {
             draft: Some(id),
             quota: Some(QuotaKeys {

@@ -6,25 +6,29 @@ use crate::approval::{Approvers, Checked, Signature, check_signed};
 use crate::audit::AuditEvent;
 use crate::error::{Error, Result, StoreFailure};
 use crate::gate::Gate;
+use crate::in_force::InForce;
 
-impl Gate {
+impl InForce {
     pub(super) fn signers(&self) -> Result<&Approvers> {
-        self.approvers.as_deref().ok_or_else(|| {
+        self.approvers().ok_or_else(|| {
             Error::Config(
                 "signed approvals need an approvers file (--approvers or COUNTERSIGN_APPROVERS)"
                     .into(),
             )
         })
     }
+}
 
+impl Gate {
     /// Checks a signed statement of `kind`: signature, key, time. Refusals are audited.
     pub(super) async fn checked(
         &self,
+        force: &InForce,
         statement: &[u8],
         signature: &Signature,
         event: &AuditEvent,
     ) -> Result<Checked> {
-        let checked = self
+        let checked = force
             .signers()
             .and_then(|a| check_signed(a, statement, signature))
             .and_then(|c| c.statement.check_time(self.now()).map(|()| c));

@@ -72,7 +72,11 @@ fn ruled_gate(store: Arc<dyn GateStore>) -> Arc<Gate> {
     Arc::new(Gate::new(store, Arc::new(policy)).with_clock(ManualClock::at(T0)))
 }
 
-async fn decide(g: &Gate, action: &str, args: &str) -> countersign_gate::Result<Decided> {
+pub(super) async fn decide(
+    g: &Gate,
+    action: &str,
+    args: &str,
+) -> countersign_gate::Result<Decided> {
     g.decide(RuledCall {
         proposal: Proposal {
             action,

@@ -9,6 +9,7 @@ use crate::approval::{Approvers, Kind, allowed, check_signed};
 use crate::audit::AuditEvent;
 use crate::error::Error;
 use crate::gate::{Gate, millis};
+use crate::in_force::InForce;
 use crate::model::{Draft, OpStatus, Operation, RateWindow};
 use crate::owner::Liveness;
 use crate::policy::{ApproverRule, Mode, Policy, Rate, ToolPolicy};
@@ -38,6 +39,8 @@ impl crate::transact::Verdict for Verdict {
 
 pub(crate) struct ClaimCtx<'a> {
     pub(crate) gate: &'a Gate,
+    /// The policy and approvers this execution is decided under, taken once at its start.
+    pub(crate) force: &'a InForce,
     pub(crate) revision: Revision,
     pub(crate) operation_id: &'a str,
     pub(crate) fingerprint: Digest,
@@ -60,7 +63,7 @@ impl ClaimCtx<'_> {
         if !draft.is_intact() {
             return refuse(Error::Tampered);
         }
-        let tool = match self.gate.policy.for_draft(&draft) {
+        let tool = match self.force.policy().for_draft(&draft) {
             Ok(t) => t,
             Err(e) => return refuse(e),
         };
@@ -219,7 +222,7 @@ impl ClaimCtx<'_> {
         };
         // The executing server's policy has the last word on who may approve, how, and for how
         // long, whatever policy the approving process read; signatures are checked again here.
-        if let Err(e) = tool.check_quorum(self.gate.approvers.is_some()) {
+        if let Err(e) = tool.check_quorum(self.force.approvers().is_some()) {
             return refuse(e, None);
         }
         let counted = self.counted(tool, &draft, &approved);
@@ -237,7 +240,7 @@ impl ClaimCtx<'_> {
         if let Some(e) = over_rate(tool.rate, window, self.now) {
             return refuse(e, None);
         }
-        let spends = match draft_spends(&self.gate.policy, &draft, self.now) {
+        let spends = match draft_spends(self.force.policy(), &draft, self.now) {
             Ok(spends) => spends,
             Err(e) => return refuse(e, None),
         };
@@ -278,7 +281,7 @@ impl ClaimCtx<'_> {
                     .text("channel", channel.as_str())
                     .number("quorum", i64::from(need))
                     .text("approvers", &rule_text(&tool.approvers))
-                    .text("signed", signed_text(tool, self.gate))
+                    .text("signed", signed_text(tool, self.force))
                     .text(
                         "self_approval",
                         if tool.self_approval { "true" } else { "false" },
@@ -296,7 +299,7 @@ impl ClaimCtx<'_> {
     /// needs signatures — the signature checked again against the approvers file, so that an
     /// approval row written by anything but the approval code does not count.
     fn counted(&self, tool: &ToolPolicy, draft: &Draft, approved: &Approved) -> Vec<String> {
-        let approvers = self.gate.approvers.as_deref();
+        let approvers = self.force.approvers();
         let signed = tool.requires_signature(approvers.is_some());
         let mut names: Vec<String> = Vec::new();
         for a in approved.approvals() {
@@ -409,8 +412,8 @@ fn rule_text(rule: &ApproverRule) -> String {
     }
 }
 
-fn signed_text(tool: &ToolPolicy, gate: &Gate) -> &'static str {
-    if tool.requires_signature(gate.approvers.is_some()) {
+fn signed_text(tool: &ToolPolicy, force: &InForce) -> &'static str {
+    if tool.requires_signature(force.approvers().is_some()) {
         "true"
     } else {
         "false"

@@ -122,7 +122,8 @@ impl Gate {
                 return Err(e);
             }
         };
-        let event = self
+        let force = self.in_force();
+        let event = force
             .event("execute", now)
             .text("draft", id.as_str())
             .text("operation", operation_id)
@@ -130,6 +131,7 @@ impl Gate {
         let attempt = self.owner.attempt();
         let ctx = ClaimCtx {
             gate: self,
+            force: &force,
             revision,
             operation_id,
             fingerprint: fingerprint(id.as_str(), &revision),
@@ -137,7 +139,7 @@ impl Gate {
             now,
             port,
         };
-        let policy = &self.policy;
+        let policy = force.policy();
         let window = move |action: &str| -> Option<i64> {
             let rate = policy.lookup(action).ok()?.rate?;
             Some(now.saturating_sub(millis(rate.per)))
