@@ -5,7 +5,8 @@
 mod review_web;
 
 use review_web::{
-    Chrome, Env, OnReview, POLICY, have_chromium, one_at_a_time, rt, signed_in, signed_in_with,
+    Chrome, Env, OnReview, POLICY, have_chromium, one_at_a_time, rt, signed_in, signed_in_beside,
+    signed_in_with,
 };
 
 const POST: &str = r#"{"title":"Quarterly results","body":"Revenue grew.","visibility":"public"}"#;
@@ -324,4 +325,37 @@ fn an_origin_link_needs_token_keys_and_a_real_origin() {
         .expect("countersign");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "no token keys: {err}");
+}
+
+/// SIGHUP puts an edited approvers file in force on the running page: alice, now approving for
+/// another tenant only, no longer sees the draft she had open, and her approval is refused.
+#[test]
+fn a_sighup_puts_the_edited_approvers_file_in_force() {
+    signed_in_beside(POLICY, async |env, chrome, review| {
+        let d = env.propose(POST);
+        chrome.open(env, &d).await;
+        let listed = std::fs::read_to_string(env.approvers()).expect("approvers");
+        let narrowed = listed.replacen(
+            "name = \"alice\"\n",
+            "name = \"alice\"\ntenant = \"elsewhere\"\n",
+            1,
+        );
+        assert_ne!(narrowed, listed);
+        std::fs::write(env.approvers(), narrowed).expect("approvers");
+        let status = std::process::Command::new("kill")
+            .args(["-HUP", &review.0.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -HUP failed");
+        chrome
+            .until(
+                "fetch(location.pathname).then(r => r.status === 404)",
+                "the draft hidden from alice",
+            )
+            .await;
+        chrome.click("#approve").await;
+        let status = chrome.status().await;
+        assert!(!status.starts_with("approved"), "{status}");
+        assert_eq!(env.draft(&d).state().name(), "proposed");
+    });
 }

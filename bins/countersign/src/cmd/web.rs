@@ -1,6 +1,7 @@
 //! `countersign review --web` and `countersign approvers enroll`: the review page and the
 //! passkey enrollment page, each on a loopback address of this machine.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,9 @@ use countersign_review::{Enrollment, Links, Origin, approvers_line};
 use countersign_review::{LoopbackServer, Review};
 use countersign_token::{Clock, SystemClock};
 
-use super::gate::failure;
+use countersign_gate::Gate;
+
+use super::gate::{failure, load_policy};
 use super::ledger::{block_on, open as open_ledger, store_url};
 use super::signed::signing_gate;
 use super::token::{configured_keyring, failure as token_failure, load_keyring};
@@ -54,7 +57,8 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
     let addr = address(addr)?;
     block_on(async {
         let (gate, ledger) = signing_gate(ctx).await?;
-        let mut review = Review::new(Arc::new(gate));
+        let gate = Arc::new(gate);
+        let mut review = Review::new(gate.clone());
         // With token keys the page also opens `approvers enroll --origin` links.
         if let Some(keyring) = configured_keyring(ctx)? {
             let links = Links::new(keyring, ledger).map_err(token_failure)?;
@@ -63,13 +67,52 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
         let server = LoopbackServer::bind(addr, review)
             .await
             .map_err(|e| io_failure(&e))?;
+        let mut hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            .map_err(|e| io_failure(&e))?;
         eprintln!("review page: {}", server.url());
         let stop = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        server.run(stop).await.map_err(|e| io_failure(&e))?;
+        let serving = server.run(stop);
+        tokio::pin!(serving);
+        loop {
+            tokio::select! {
+                ran = &mut serving => {
+                    ran.map_err(|e| io_failure(&e))?;
+                    break;
+                }
+                Some(()) = hangups.recv() => reload(ctx, &gate),
+            }
+        }
         Ok(Report::text("", serde_json::json!({ "stopped": true })))
     })?
+}
+
+/// SIGHUP: the policy and approvers file read again as at start and put in force together,
+/// or, on any error, logged and the old ones kept (as `countersign-mcp` does).
+fn reload(ctx: &Ctx, gate: &Gate) {
+    let read = load_policy(ctx).and_then(|policy| {
+        let approvers = match &ctx.approvers {
+            Some(path) => Some(Arc::new(Approvers::load(path).map_err(|e| failure(&e))?)),
+            None => None,
+        };
+        Ok((policy, approvers))
+    });
+    let done = read.and_then(|(policy, approvers)| {
+        gate.reload(Arc::new(policy), approvers)
+            .map_err(|e| failure(&e))
+    });
+    // A closed stderr must not stop the page, so a failed write is ignored.
+    let mut err = std::io::stderr();
+    let _ = match done {
+        Ok(()) => writeln!(err, "review page: SIGHUP: the policy files are reloaded"),
+        Err(f) => writeln!(
+            err,
+            "review page: SIGHUP: the new policy files are refused and the old ones stay in \
+             force: error[{}]: {}",
+            f.code, f.message
+        ),
+    };
 }
 
 /// `countersign approvers enroll NAME [--listen ADDR]`: one passkey, one printed line. With an

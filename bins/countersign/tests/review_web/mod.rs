@@ -36,6 +36,11 @@ pub(crate) fn signed_in(test: impl AsyncFnOnce(&Env, &Chrome)) {
 
 /// [`signed_in`] under `policy` instead of [`POLICY`].
 pub(crate) fn signed_in_with(policy: &str, test: impl AsyncFnOnce(&Env, &Chrome)) {
+    signed_in_beside(policy, async |env, chrome, _| test(env, chrome).await);
+}
+
+/// [`signed_in_with`], also handing the test the `review --web` process.
+pub(crate) fn signed_in_beside(policy: &str, test: impl AsyncFnOnce(&Env, &Chrome, &Running)) {
     if !have_chromium() {
         return;
     }
@@ -43,8 +48,8 @@ pub(crate) fn signed_in_with(policy: &str, test: impl AsyncFnOnce(&Env, &Chrome)
     let env = Env::with_policy(policy);
     rt().block_on(async {
         let chrome = Chrome::launch().await;
-        let _review = chrome.enroll_and_sign_in(&env, "alice").await;
-        test(&env, &chrome).await;
+        let review = chrome.enroll_and_sign_in(&env, "alice").await;
+        test(&env, &chrome, &review).await;
         chrome.close().await;
     });
 }
