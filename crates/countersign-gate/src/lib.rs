@@ -83,6 +83,7 @@ pub mod audit;
 mod error;
 mod gate;
 mod inspect;
+pub mod log;
 mod model;
 mod open;
 mod owner;
