@@ -232,3 +232,7 @@ fn wrong_kind(why: &'static str) -> Error {
         why,
     }
 }
+
+#[cfg(test)]
+#[path = "checkpoint_tests.rs"]
+mod tests;

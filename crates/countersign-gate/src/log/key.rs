@@ -368,3 +368,7 @@ fn bad_vkey(why: &'static str) -> Error {
         why,
     }
 }
+
+#[cfg(test)]
+#[path = "key_tests.rs"]
+mod tests;

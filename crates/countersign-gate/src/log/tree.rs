@@ -363,3 +363,7 @@ impl tlog_tiles::HashReader for Adapter<'_> {
 fn malformed(what: &'static str, why: &'static str) -> Error {
     Error::LogMalformed { what, why }
 }
+
+#[cfg(test)]
+#[path = "tree_tests.rs"]
+mod tests;
