@@ -455,6 +455,28 @@ mod tests {
             assert_eq!(code.to_string(), text);
         }
         assert_eq!(Error::ToolChanged.code(), ErrorCode::StaleRevision);
+        // The log's refusals reuse the contract's codes: a text that does not parse is an
+        // invalid argument, a bad signature is a bad signature, a proof that fails is tampering.
+        for (e, code) in [
+            (
+                Error::LogMalformed {
+                    what: "checkpoint",
+                    why: "x",
+                },
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                Error::LogSignature { why: "x" },
+                ErrorCode::SignatureInvalid,
+            ),
+            (
+                Error::LogInconsistent { why: "x" },
+                ErrorCode::StoreTampered,
+            ),
+        ] {
+            assert_eq!(e.code(), code);
+            assert!(!e.retryable());
+        }
     }
 
     #[test]

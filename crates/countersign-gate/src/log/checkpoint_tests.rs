@@ -158,6 +158,9 @@ fn witnesses_cosign_and_their_cosignatures_are_counted_once_each() {
     // for nothing.
     let reopened = SignedCheckpoint::open(cp.note().as_bytes(), &log.verifier_key()).expect("open");
     assert_eq!(reopened.cosignatures(&trusted[..1]).expect("one").len(), 1);
+    // A witness listed twice is still one witness.
+    let twice = [w2.verifier_key(), w2.verifier_key()];
+    assert_eq!(cp.cosignatures(&twice).expect("deduplicated").len(), 1);
     let opened = open_note(cp.note().as_bytes(), &[log.verifier_key()]).expect("open");
     assert_eq!((opened.verified.len(), opened.unknown), (1, 2));
 }

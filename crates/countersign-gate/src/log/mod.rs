@@ -6,13 +6,15 @@
 mod checkpoint;
 mod key;
 mod note;
+mod prefetch;
 mod tree;
 
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
 pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};
 pub use note::{OpenedNote, VerifiedSignature, add_signature_line, open_note};
+pub use prefetch::{Attempt, Prefetched};
 pub use tree::{
-    Attempt, EMPTY_ROOT, HASH_SIZE, Hash, HashReader, MemoryHashes, Prefetched, TreeHead,
-    check_record, check_tree, node_hash, prove_record, prove_tree, record_hash, stored_hash_count,
-    stored_hash_index, stored_hashes, stored_hashes_for_leaf, tree_hash,
+    EMPTY_ROOT, HASH_SIZE, Hash, HashReader, MemoryHashes, TreeHead, check_record, check_tree,
+    node_hash, prove_record, prove_tree, record_hash, stored_hash_count, stored_hash_index,
+    stored_hashes, stored_hashes_for_leaf, tree_hash,
 };

@@ -68,9 +68,17 @@ pub(crate) fn open_note_with(
         what: "signed note",
         why: "not a text, a blank line and signature lines",
     })?;
+    // The same key listed twice is one key; two different keys under one name and key hash
+    // stay ambiguous and are refused.
+    let mut distinct: Vec<&VerifierKey> = Vec::with_capacity(known.len());
+    for k in known {
+        if !distinct.contains(&k) {
+            distinct.push(k);
+        }
+    }
     let verifiers = signed_note::VerifierList::new(
-        known
-            .iter()
+        distinct
+            .into_iter()
             .map(|k| Box::new(NoteVerifier(k.clone())) as Box<dyn signed_note::Verifier>)
             .collect(),
     );

@@ -2,6 +2,7 @@ use std::cell::Cell;
 
 use super::*;
 use crate::error::ErrorCode;
+use crate::log::{Attempt, Prefetched};
 
 /// The leaves of the RFC 6962 reference tree (Certificate Transparency's merkle tree tests).
 const LEAVES: [&str; 8] = [
