@@ -9,6 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -21,8 +22,14 @@ use serde_json::{Value, json};
 const GOPATH: &str = "/usr/share/gocode";
 const ORIGIN: &str = "example.com/countersign-interop";
 
-/// Builds the Go checker, or says why it cannot (and the test is skipped).
+/// The Go checker, built once for both tests (they run in parallel and would otherwise write
+/// the same binary at once), or `None` after saying why it cannot be (the test is skipped).
 fn logcheck() -> Option<PathBuf> {
+    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BUILT.get_or_init(build_logcheck).clone()
+}
+
+fn build_logcheck() -> Option<PathBuf> {
     let required = std::env::var_os("COUNTERSIGN_TEST_GO_LOG").is_some();
     let gopath = std::env::var("COUNTERSIGN_TEST_GO_LOG")
         .ok()
