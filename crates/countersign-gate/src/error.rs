@@ -146,6 +146,29 @@ pub enum Error {
         /// What did not count, and why.
         why: String,
     },
+    /// A transparency-log text (a signed note, a checkpoint, a verifier key, a proof) does not
+    /// parse under its format (CONTRACT.md section 11).
+    #[error("malformed {what}: {why}")]
+    LogMalformed {
+        /// Which kind of text, e.g. `checkpoint` or `verifier key`.
+        what: &'static str,
+        /// What was wrong, without echoing the input.
+        why: &'static str,
+    },
+    /// A note carries no valid signature from the key it must be signed by, or a signature
+    /// from a trusted key fails.
+    #[error("log signature invalid: {why}")]
+    LogSignature {
+        /// What did not hold.
+        why: &'static str,
+    },
+    /// An inclusion or consistency proof does not lead to the tree head it claims: the log no
+    /// longer holds what it signed (a rewrite, a fork or a shrink).
+    #[error("log proof does not verify: {why}")]
+    LogInconsistent {
+        /// Which proof, and against what.
+        why: &'static str,
+    },
 }
 
 /// The code of an [`Error`]: the codes of CONTRACT.md section 8, and `STORE_TAMPERED` and
@@ -289,6 +312,9 @@ impl Error {
             Error::ApproverNotAllowed { .. } => ErrorCode::ApproverNotAllowed,
             Error::StatementReplayed => ErrorCode::TokenReplayed,
             Error::PolicyUnsigned { .. } => ErrorCode::PolicyUnsigned,
+            Error::LogMalformed { .. } => ErrorCode::InvalidArgument,
+            Error::LogSignature { .. } => ErrorCode::SignatureInvalid,
+            Error::LogInconsistent { .. } => ErrorCode::StoreTampered,
         }
     }
 
@@ -429,6 +455,28 @@ mod tests {
             assert_eq!(code.to_string(), text);
         }
         assert_eq!(Error::ToolChanged.code(), ErrorCode::StaleRevision);
+        // The log's refusals reuse the contract's codes: a text that does not parse is an
+        // invalid argument, a bad signature is a bad signature, a proof that fails is tampering.
+        for (e, code) in [
+            (
+                Error::LogMalformed {
+                    what: "checkpoint",
+                    why: "x",
+                },
+                ErrorCode::InvalidArgument,
+            ),
+            (
+                Error::LogSignature { why: "x" },
+                ErrorCode::SignatureInvalid,
+            ),
+            (
+                Error::LogInconsistent { why: "x" },
+                ErrorCode::StoreTampered,
+            ),
+        ] {
+            assert_eq!(e.code(), code);
+            assert!(!e.retryable());
+        }
     }
 
     #[test]

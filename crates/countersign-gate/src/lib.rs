@@ -84,6 +84,7 @@ mod error;
 mod gate;
 mod in_force;
 mod inspect;
+pub mod log;
 mod model;
 mod open;
 mod owner;

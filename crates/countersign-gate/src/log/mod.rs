@@ -1,0 +1,20 @@
+//! The transparency log's core (CONTRACT.md section 11): the RFC 6962 Merkle tree over the
+//! audit records, C2SP checkpoints signed as signed notes by the log key, and witness
+//! cosignatures. Nothing here touches a store: a store keeps the hashes [`stored_hashes`]
+//! returns and answers [`HashReader`] reads; everything else is computed from those.
+
+mod checkpoint;
+mod key;
+mod note;
+mod prefetch;
+mod tree;
+
+pub use checkpoint::{Checkpoint, SignedCheckpoint};
+pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};
+pub use note::{OpenedNote, VerifiedSignature, add_signature_line, open_note};
+pub use prefetch::{Attempt, Prefetched};
+pub use tree::{
+    EMPTY_ROOT, HASH_SIZE, Hash, HashReader, MemoryHashes, TreeHead, check_record, check_tree,
+    node_hash, prove_record, prove_tree, record_hash, stored_hash_count, stored_hash_index,
+    stored_hashes, stored_hashes_for_leaf, tree_hash,
+};
