@@ -6,10 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use countersign_mcp::demo::{DEMO_RULES, DEMO_RULES_POLICY};
-use countersign_testkit::ssh::keygen;
 use serde_json::json;
 
 use crate::common::*;
+use crate::rules::{admin_alice, ruled_home, sign_policy};
 
 /// Sends SIGHUP to `pid` and waits (bounded) for the server to say how the reload went; returns
 /// that line.
@@ -43,12 +43,6 @@ fn reload_lines(log: &Path) -> Vec<String> {
 
 fn post(title: &str, body: &str) -> serde_json::Value {
     json!({"title": title, "body": body, "visibility": "private"})
-}
-
-fn ruled_home() -> Home {
-    let home = Home::new(DEMO_RULES_POLICY);
-    std::fs::write(home.path().join("countersign.cedar"), DEMO_RULES).expect("rules");
-    home
 }
 
 #[tokio::test]
@@ -129,30 +123,9 @@ async fn an_approved_draft_does_not_run_once_a_reload_denies_its_tool() {
 #[tokio::test]
 async fn with_policy_admins_a_reload_needs_their_signatures() {
     let home = ruled_home();
-    let (key, public) = keygen(home.path(), "alice");
-    let approvers = home.path().join("approvers.toml");
-    std::fs::write(
-        &approvers,
-        format!(
-            "admin_quorum = 1\n\n[[approver]]\nname = \"alice\"\nssh = [\"{public}\"]\n\n\
-             [[admin]]\nname = \"alice\"\nssh = [\"{public}\"]\n"
-        ),
-    )
-    .expect("approvers");
+    let (approvers, key) = admin_alice(&home);
+    sign_policy(&home, &approvers, &key);
     let approvers_arg = approvers.to_str().expect("utf-8");
-    let sign = || {
-        let spec = format!("ssh:{}", key.display());
-        let (status, out, err) = home.cli(&[
-            "--approvers",
-            approvers_arg,
-            "policy",
-            "sign",
-            "--sign",
-            &spec,
-        ]);
-        assert_eq!(status, 0, "{out}{err}");
-    };
-    sign();
     let log = home.path().join("server.log");
     let (client, pid) = home
         .logging_pid(&["--demo", "--approvers", approvers_arg], "info", &log)
@@ -170,7 +143,7 @@ async fn with_policy_admins_a_reload_needs_their_signatures() {
         "the signed policy stays in force: {r:?}"
     );
 
-    sign();
+    sign_policy(&home, &approvers, &key);
     let line = hang_up(pid, &log).await;
     assert!(line.contains("reloaded"), "{line}");
     let r = call(&client, "publish_post", post("Signed", "two")).await;

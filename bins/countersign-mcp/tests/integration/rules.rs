@@ -2,6 +2,7 @@
 //! decides each post, and with policy admins listed the server starts only on a policy they
 //! signed with `countersign policy sign`.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use countersign_mcp::demo::{DEMO_RULES, DEMO_RULES_POLICY};
@@ -10,7 +11,7 @@ use serde_json::json;
 
 use crate::common::*;
 
-fn ruled_home() -> Home {
+pub(crate) fn ruled_home() -> Home {
     let home = Home::new(DEMO_RULES_POLICY);
     std::fs::write(home.path().join("countersign.cedar"), DEMO_RULES).expect("rules");
     home
@@ -61,13 +62,13 @@ fn run(home: &Home, args: &[&std::ffi::OsStr]) -> std::process::Output {
         .expect("run")
 }
 
-fn start(home: &Home, approvers: &std::path::Path) -> std::process::Output {
+fn start(home: &Home, approvers: &Path) -> std::process::Output {
     run(home, &["--approvers".as_ref(), approvers.as_os_str()])
 }
 
-#[tokio::test]
-async fn with_policy_admins_only_a_signed_policy_starts() {
-    let home = ruled_home();
+/// An approvers file in `home` making alice, with a new SSH key, the one policy admin; returns
+/// the file and her private key.
+pub(crate) fn admin_alice(home: &Home) -> (PathBuf, PathBuf) {
     let (key, public) = keygen(home.path(), "alice");
     let approvers = home.path().join("approvers.toml");
     std::fs::write(
@@ -78,22 +79,29 @@ async fn with_policy_admins_only_a_signed_policy_starts() {
         ),
     )
     .expect("approvers");
+    (approvers, key)
+}
+
+/// `countersign policy sign` in `home` with `key`, as an admin signs.
+pub(crate) fn sign_policy(home: &Home, approvers: &Path, key: &Path) {
+    let spec = format!("ssh:{}", key.display());
+    let approvers = approvers.to_str().expect("utf-8");
+    let (status, out, err) =
+        home.cli(&["--approvers", approvers, "policy", "sign", "--sign", &spec]);
+    assert_eq!(status, 0, "{out}{err}");
+}
+
+#[tokio::test]
+async fn with_policy_admins_only_a_signed_policy_starts() {
+    let home = ruled_home();
+    let (approvers, key) = admin_alice(&home);
     let out = start(&home, &approvers);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("POLICY_UNSIGNED"), "{err}");
 
+    sign_policy(&home, &approvers, &key);
     let approvers_arg = approvers.to_str().expect("utf-8");
-    let spec = format!("ssh:{}", key.display());
-    let (status, out, err) = home.cli(&[
-        "--approvers",
-        approvers_arg,
-        "policy",
-        "sign",
-        "--sign",
-        &spec,
-    ]);
-    assert_eq!(status, 0, "{out}{err}");
     let client = home
         .connect(&["--demo", "--approvers", approvers_arg])
         .await;

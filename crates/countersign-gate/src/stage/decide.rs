@@ -16,7 +16,7 @@ use crate::gate::{Gate, millis};
 use crate::in_force::InForce;
 use crate::model::Draft;
 use crate::policy::rules::{Ask, NumberShape, RuleCall, Rules, Ruling};
-use crate::policy::{Budget, Mode, ToolPolicy};
+use crate::policy::{Budget, Mode, Risk, ToolPolicy};
 use crate::stage::execute::claim::over_rate;
 use crate::store::{BudgetKey, BudgetKeys, BudgetSpend, Commit, Snapshot, TxKeys};
 
@@ -117,27 +117,8 @@ impl Gate {
             Ok(spends) => spends,
             Err(e) => return self.refuse_audited(event, e, Some(&p.principal)).await,
         };
-        // Each budget's total is what already ran in its window plus this call.
-        let rule_call = |totals: &[i64]| {
-            let named: Vec<(&str, i64)> = spends
-                .iter()
-                .enumerate()
-                .map(|(i, (budget, amount, _))| {
-                    let spent = totals.get(i).copied().unwrap_or(0);
-                    (budget.name(), spent.saturating_add(*amount))
-                })
-                .collect();
-            rules.decide(&RuleCall {
-                action: p.action,
-                args: &args,
-                principal: &p.principal,
-                risk: tool.risk,
-                definition: &p.tool,
-                numbers: &numbers,
-                now_ms: now,
-                budgets: &named,
-            })
-        };
+        let rule_call =
+            |totals: &[i64]| ruling(rules, &p, tool.risk, &args, &numbers, &spends, totals, now);
         // Without budgets or a rate a refusal or a question needs nothing read: decided before
         // any transaction. With them, inside one, on the totals it read. A run decided early is
         // not decided again in the transaction: nothing the transaction reads can change it,
@@ -268,4 +249,38 @@ impl InForce {
         })?;
         Ok((tool, rules))
     }
+}
+
+/// The rules' ruling on a call when each budget has `totals` spent already (in the order of
+/// `spends`, read in the transaction that spends them): a budget's total is then what already
+/// ran in its window plus this call.
+#[allow(clippy::too_many_arguments)] // each is one input of the decision
+pub(super) fn ruling(
+    rules: &Rules,
+    p: &Proposal<'_>,
+    risk: Risk,
+    args: &Value,
+    numbers: &NumberShape,
+    spends: &[(&Budget, i64, BudgetKey)],
+    totals: &[i64],
+    now: i64,
+) -> Ruling {
+    let named: Vec<(&str, i64)> = spends
+        .iter()
+        .enumerate()
+        .map(|(i, (budget, amount, _))| {
+            let spent = totals.get(i).copied().unwrap_or(0);
+            (budget.name(), spent.saturating_add(*amount))
+        })
+        .collect();
+    rules.decide(&RuleCall {
+        action: p.action,
+        args,
+        principal: &p.principal,
+        risk,
+        definition: &p.tool,
+        numbers,
+        now_ms: now,
+        budgets: &named,
+    })
 }

@@ -8,8 +8,8 @@
 use crate::error::Result;
 use crate::gate::Gate;
 use crate::model::Draft;
-use crate::policy::rules::{NumberShape, RuleCall, Ruling};
-use crate::stage::decide::RuledCall;
+use crate::policy::rules::{NumberShape, Ruling};
+use crate::stage::decide::{RuledCall, ruling};
 use crate::store::{BudgetKey, BudgetKeys, Commit, Snapshot, TxKeys};
 
 /// What the rules would decide for one call, and the budgets they read.
@@ -69,21 +69,8 @@ impl Gate {
                 call: *amount,
             })
             .collect();
-        let named: Vec<(&str, i64)> = budgets
-            .iter()
-            .map(|b| (b.name.as_str(), b.spent.saturating_add(b.call)))
-            .collect();
         let numbers = NumberShape::of_schema(call.schema);
-        let ruling = rules.decide(&RuleCall {
-            action: p.action,
-            args: &args,
-            principal: &p.principal,
-            risk: tool.risk,
-            definition: &p.tool,
-            numbers: &numbers,
-            now_ms: now,
-            budgets: &named,
-        });
+        let ruling = ruling(rules, &p, tool.risk, &args, &numbers, &spends, &totals, now);
         Ok(Explanation { ruling, budgets })
     }
 }
