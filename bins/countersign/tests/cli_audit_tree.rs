@@ -87,47 +87,39 @@ fn an_intact_tree_verifies_and_reports_its_head() {
     );
 }
 
-#[test]
-fn a_rewritten_leaf_hash_is_named() {
+/// Runs `statement` on a store of five records; `audit verify` then refuses, naming `leaf`.
+fn tampered_names(statement: &str, leaf: u64) {
     let (_dir, home, db) = setup();
-    // Leaf 3's own hash is the first it stored.
-    let at = stored_hash_count(3);
-    sql(
-        &db,
-        &format!("UPDATE gate_log_hashes SET hash = zeroblob(32) WHERE idx = {at}"),
-    );
+    sql(&db, statement);
     let (out, j) = verify(&home, &db);
     assert_eq!(out.status.code(), Some(1), "{j}");
     assert_eq!(j["error"]["code"], "STORE_TAMPERED", "{j}");
-    assert_eq!(j["error"]["leaf"], 3, "{j}");
+    assert_eq!(j["error"]["leaf"], leaf, "{j}");
+}
+
+#[test]
+fn a_rewritten_leaf_hash_is_named() {
+    // Leaf 3's own hash is the first it stored.
+    let at = stored_hash_count(3);
+    tampered_names(
+        &format!("UPDATE gate_log_hashes SET hash = zeroblob(32) WHERE idx = {at}"),
+        3,
+    );
 }
 
 #[test]
 fn a_rewritten_interior_hash_is_named_by_the_leaf_that_stored_it() {
-    let (_dir, home, db) = setup();
     // Leaf 1 completes the subtree of leaves 0 and 1: its second stored hash.
     let at = stored_hash_count(1) + 1;
-    sql(
-        &db,
+    tampered_names(
         &format!("UPDATE gate_log_hashes SET hash = zeroblob(32) WHERE idx = {at}"),
+        1,
     );
-    let (out, j) = verify(&home, &db);
-    assert_eq!(out.status.code(), Some(1), "{j}");
-    assert_eq!(j["error"]["code"], "STORE_TAMPERED", "{j}");
-    assert_eq!(j["error"]["leaf"], 1, "{j}");
 }
 
 #[test]
 fn a_cut_tree_is_refused() {
-    let (_dir, home, db) = setup();
     // The last leaf's hashes gone whole: a valid tree of four leaves beside five records.
     let at = stored_hash_count(4);
-    sql(
-        &db,
-        &format!("DELETE FROM gate_log_hashes WHERE idx >= {at}"),
-    );
-    let (out, j) = verify(&home, &db);
-    assert_eq!(out.status.code(), Some(1), "{j}");
-    assert_eq!(j["error"]["code"], "STORE_TAMPERED", "{j}");
-    assert_eq!(j["error"]["leaf"], 4, "{j}");
+    tampered_names(&format!("DELETE FROM gate_log_hashes WHERE idx >= {at}"), 4);
 }

@@ -15,6 +15,16 @@ mod sqlite {
     use countersign_gate::log::stored_hash_count;
     use countersign_gate::store::SqliteStore;
 
+    /// A store at `db` holding `n` proposals, closed again.
+    async fn written(db: &std::path::Path, n: usize) -> countersign_gate::log::TreeHead {
+        let store = Arc::new(SqliteStore::open(db).expect("open"));
+        let g = gate(store.clone(), ManualClock::at(T0));
+        for i in 0..n {
+            propose(&g, "publish_post", &format!(r#"{{"title":"{i}"}}"#)).await;
+        }
+        g.tree_head().await.expect("head")
+    }
+
     fn sql(db: &std::path::Path, statement: &str) {
         let conn = rusqlite::Connection::open(db).expect("open");
         conn.execute_batch(statement).expect("sql");
@@ -24,14 +34,7 @@ mod sqlite {
     async fn a_v6_file_gets_its_tree_and_a_reopened_store_keeps_it() {
         let dir = tempfile::tempdir().expect("tmp");
         let db = dir.path().join("countersign.db");
-        let store = Arc::new(SqliteStore::open(&db).expect("open"));
-        let g = gate(store.clone(), ManualClock::at(T0));
-        for i in 0..7 {
-            propose(&g, "publish_post", &format!(r#"{{"title":"{i}"}}"#)).await;
-        }
-        let head = g.tree_head().await.expect("head");
-        drop(g);
-        drop(store);
+        let head = written(&db, 7).await;
         // Back to v6: no tree.
         sql(
             &db,
@@ -58,13 +61,7 @@ mod sqlite {
     async fn a_tree_cut_short_is_refused_not_rebuilt() {
         let dir = tempfile::tempdir().expect("tmp");
         let db = dir.path().join("countersign.db");
-        let store = Arc::new(SqliteStore::open(&db).expect("open"));
-        let g = gate(store.clone(), ManualClock::at(T0));
-        for i in 0..3 {
-            propose(&g, "publish_post", &format!(r#"{{"title":"{i}"}}"#)).await;
-        }
-        drop(g);
-        drop(store);
+        written(&db, 3).await;
         // The last leaf's hashes gone: a whole tree of two leaves beside three records.
         sql(
             &db,
