@@ -50,7 +50,8 @@ DECLARE
     sib BYTEA;
     r RECORD;
 BEGIN
-    SELECT coalesce(max(t.idx) + 1, 0) INTO c FROM {s}.gate_log_hashes t;
+    SELECT coalesce((SELECT t.idx FROM {s}.gate_log_hashes t ORDER BY t.idx DESC LIMIT 1) + 1, 0)
+        INTO c;
     n := c / 2;
     WHILE 2 * n - length(replace(n::bit(64)::text, '0', '')) < c LOOP
         n := n + 1;
@@ -84,7 +85,9 @@ END $f$;
 
 /// The number of leaves the committed stored hashes make.
 pub(super) async fn size(c: &impl GenericClient, s: &str) -> Result<u64> {
-    let sql = format!("SELECT coalesce(max(idx) + 1, 0) FROM {s}.gate_log_hashes");
+    let sql = format!(
+        "SELECT coalesce((SELECT idx FROM {s}.gate_log_hashes ORDER BY idx DESC LIMIT 1) + 1, 0)"
+    );
     let count: i64 = c.query_one(&sql, &[]).await.map_err(pg)?.get(0);
     u64::try_from(count)
         .ok()

@@ -36,17 +36,21 @@ impl HashReader for Hashes<'_> {
 
 /// The number of leaves the stored hashes make.
 pub(super) fn size(conn: &Connection) -> Result<u64> {
-    let count: i64 = conn
-        .prepare_cached("SELECT COALESCE(MAX(idx) + 1, 0) FROM gate_log_hashes")
+    // The newest index alone: SQLite answers a bare `ORDER BY` of the key with `LIMIT 1` from
+    // the end of the B-tree, where an expression around `MAX` would scan the table.
+    let last: Option<i64> = conn
+        .prepare_cached("SELECT idx FROM gate_log_hashes ORDER BY idx DESC LIMIT 1")
         .map_err(db)?
         .query_row([], |r| r.get(0))
+        .optional()
         .map_err(db)?;
-    u64::try_from(count)
-        .ok()
-        .and_then(stored_size)
-        .ok_or(Error::LogInconsistent {
-            why: "the stored hashes are not a whole tree",
-        })
+    let count = match last {
+        None => Some(0),
+        Some(i) => u64::try_from(i).ok().and_then(|i| i.checked_add(1)),
+    };
+    count.and_then(stored_size).ok_or(Error::LogInconsistent {
+        why: "the stored hashes are not a whole tree",
+    })
 }
 
 /// Appends `records`, the chain's records just appended in order, as the tree's next leaves.
