@@ -85,6 +85,7 @@ mod gate;
 mod in_force;
 mod inspect;
 pub mod log;
+mod logged;
 mod model;
 mod open;
 mod owner;
@@ -107,6 +108,7 @@ pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Gate, MAX_PAGE};
 pub use crate::in_force::InForce;
 pub use crate::inspect::AuditReport;
+pub use crate::logged::TreeMismatch;
 pub use crate::model::{
     Cursor, Draft, DraftId, DraftSummary, OpStatus, Operation, Page, RevisionRecord,
 };

@@ -205,7 +205,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -221,6 +221,12 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     let report = g.verify_audit().await.expect("verify");
     assert!(report.ok(), "{report:?}");
     assert_eq!(report.records, before.audit.len());
+    // The records of the v1 file became the tree's leaves, in the chain's order.
+    assert_eq!(
+        g.tree_head().await.expect("tree head").size,
+        before.audit.len() as u64
+    );
+    countersign_testkit::gate::assert_tree_matches_chain(&g, store.as_ref()).await;
 
     // The two v1 runs of the limited tool still count against its ceiling.
     let action = CountingAction::default();
@@ -257,7 +263,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -321,7 +327,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -349,7 +355,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -366,7 +372,7 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7]);
     for table in [
         "gate_revisions",
         "gate_operations",
@@ -397,6 +403,7 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
          ALTER TABLE gate_revisions DROP COLUMN editor;
          DROP TABLE gate_budget;
          ALTER TABLE gate_drafts DROP COLUMN ruling;
+         DROP TABLE gate_log_hashes;
          DELETE FROM gate_schema_version WHERE version >= 5;",
     )
     .expect("back to v4");
@@ -404,7 +411,7 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     assert_eq!(versions(&db), vec![1, 2, 3, 4]);
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7]);
     let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), None);
     assert_eq!(read.proposer(), None, "the agent proposed it");
@@ -449,7 +456,8 @@ async fn a_v5_file_gains_the_budget_table() {
     conn.execute_batch(
         "DROP TABLE gate_budget;
          ALTER TABLE gate_drafts DROP COLUMN ruling;
-         DELETE FROM gate_schema_version WHERE version = 6;",
+         DROP TABLE gate_log_hashes;
+         DELETE FROM gate_schema_version WHERE version >= 6;",
     )
     .expect("back to v5");
     drop(conn);
@@ -457,7 +465,7 @@ async fn a_v5_file_gains_the_budget_table() {
     assert_eq!(table_sql(&db, "gate_budget"), None);
 
     let store = SqliteStore::open(&db).expect("open v5 file");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7]);
     let sql = table_sql(&db, "gate_budget").expect("the budget table");
     assert!(sql.contains("PRIMARY KEY (name, scope, at)"), "{sql}");
     assert!(sql.ends_with("WITHOUT ROWID"), "{sql}");
@@ -504,5 +512,5 @@ async fn a_v5_file_gains_the_budget_table() {
     // Opening again migrates nothing more.
     drop(store);
     drop(SqliteStore::open(&db).expect("reopen"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7]);
 }

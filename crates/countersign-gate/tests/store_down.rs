@@ -75,6 +75,17 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.audit().await
     }
+    async fn tree_size(&self) -> Result<u64, Error> {
+        self.check()?;
+        self.inner.tree_size().await
+    }
+    async fn read_hashes(
+        &self,
+        indexes: &[u64],
+    ) -> Result<Vec<countersign_gate::log::Hash>, Error> {
+        self.check()?;
+        self.inner.read_hashes(indexes).await
+    }
     async fn advance_passkey_counter(
         &self,
         credential: &[u8],

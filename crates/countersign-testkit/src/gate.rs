@@ -13,6 +13,7 @@ use countersign_token::Clock;
 
 mod budgets;
 mod flows;
+mod log;
 mod people;
 mod races;
 mod recording;
@@ -21,6 +22,7 @@ mod rules;
 mod tenancy;
 
 pub use budgets::budget_totals;
+pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};
 
@@ -244,4 +246,5 @@ where
     reload::in_force(make().await).await;
     tenancy::run_all(&make).await;
     people::run_all(&make).await;
+    log::run_all(&make).await;
 }

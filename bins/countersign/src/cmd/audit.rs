@@ -42,6 +42,24 @@ async fn audit_verify(gate: &Gate) -> Result<Report, Failure> {
             .insert("problems".into(), report.problems.clone().into());
         return Err(f);
     }
+    // The chain holds; the Merkle tree kept beside it must be the tree of exactly its records.
+    let records = gate.store().audit().await.map_err(|e| failure(&e))?;
+    if let Some(mismatch) = gate.verify_tree(&records).await.map_err(|e| failure(&e))? {
+        let mut f = Failure::refused(
+            "STORE_TAMPERED",
+            format!(
+                "audit verification failed: the stored tree: {}",
+                mismatch.why
+            ),
+        );
+        f.extra.insert("leaf".into(), mismatch.leaf.into());
+        return Err(f);
+    }
+    let tree = gate.tree_head().await.map_err(|e| failure(&e))?;
+    let tree_json = serde_json::json!({
+        "size": tree.size,
+        "root": countersign_canon::Digest::from_bytes(tree.root.0).to_hex(),
+    });
     let human = match report.head {
         Some(h) => format!(
             "ok: {} records, head {} {}{}",
@@ -58,7 +76,9 @@ async fn audit_verify(gate: &Gate) -> Result<Report, Failure> {
     };
     Ok(Report::text(
         human,
-        serde_json::json!({ "ok": true, "records": report.records, "head": head, "anchor": anchor }),
+        serde_json::json!({
+            "ok": true, "records": report.records, "head": head, "anchor": anchor, "tree": tree_json,
+        }),
     ))
 }
 

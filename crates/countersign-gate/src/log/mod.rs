@@ -16,5 +16,5 @@ pub use prefetch::{Attempt, Prefetched};
 pub use tree::{
     EMPTY_ROOT, HASH_SIZE, Hash, HashReader, MemoryHashes, TreeHead, check_record, check_tree,
     node_hash, prove_record, prove_tree, record_hash, stored_hash_count, stored_hash_index,
-    stored_hashes, stored_hashes_for_leaf, tree_hash,
+    stored_hashes, stored_hashes_for_leaf, stored_size, tree_hash,
 };

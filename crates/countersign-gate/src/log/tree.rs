@@ -69,6 +69,15 @@ pub fn stored_hash_count(n: u64) -> u64 {
     tlog_tiles::stored_hash_count(n)
 }
 
+/// The number of records of a tree that keeps `count` hashes: the inverse of
+/// [`stored_hash_count`], or `None` when no tree keeps exactly that many (a store holding part
+/// of an append, or hashes it should not).
+pub fn stored_size(count: u64) -> Option<u64> {
+    // stored_hash_count(n) = 2n - popcount(n): n is at least count/2 and at most 64 above it.
+    let start = count / 2;
+    (start..=start.saturating_add(64)).find(|&n| stored_hash_count(n) == count)
+}
+
 /// The hashes to store when appending record `n` (0-based) with bytes `record` to a tree of
 /// `n` records, to be stored at [`stored_hash_index`]`(0, n)` onwards. It reads up to `log₂ n`
 /// earlier hashes through `reader`.

@@ -292,3 +292,15 @@ fn prefetching_asks_for_the_missing_hashes_then_finishes() {
     // An error that is not a missing hash comes through as it is.
     assert!(prefetched.attempt(|r| prove_record(8, 8, &r)).is_err());
 }
+
+#[test]
+fn the_size_of_a_tree_follows_from_its_hash_count() {
+    for n in [0u64, 1, 2, 3, 4, 5, 7, 8, 1000, 1 << 40, (1 << 40) - 1] {
+        assert_eq!(stored_size(stored_hash_count(n)), Some(n), "size {n}");
+    }
+    // Three records keep four hashes and four keep seven: five and six belong to no tree.
+    assert_eq!(stored_hash_count(3), 4);
+    assert_eq!(stored_hash_count(4), 7);
+    assert_eq!(stored_size(5), None);
+    assert_eq!(stored_size(6), None);
+}

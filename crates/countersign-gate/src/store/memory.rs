@@ -10,6 +10,7 @@ use super::budget::{prune_before, total};
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
+use crate::log::{Hash, HashReader, MemoryHashes};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
 #[derive(Debug, Default)]
@@ -23,6 +24,8 @@ struct Inner {
     /// Budget events (time, amount) per (name, scope).
     budgets: HashMap<(String, String), Vec<(i64, i64)>>,
     audit: Vec<AuditRecord>,
+    /// The audit log's Merkle tree: record `seq` is leaf `seq - 1`.
+    tree: MemoryHashes,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
 }
 
@@ -175,6 +178,7 @@ impl GateStore for MemoryStore {
         for event in audit {
             let prev = inner.audit.last().map(|r| (r.seq, r.digest));
             let record = seal(prev, event);
+            inner.tree.append(&record.body)?;
             inner.audit.push(record.clone());
             sealed.push(record);
         }
@@ -261,6 +265,14 @@ impl GateStore for MemoryStore {
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
         Ok(self.lock()?.audit.clone())
+    }
+
+    async fn tree_size(&self) -> Result<u64> {
+        Ok(self.lock()?.tree.size())
+    }
+
+    async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
+        self.lock()?.tree.read_hashes(indexes)
     }
 
     async fn health(&self) -> Result<()> {

@@ -13,6 +13,7 @@ use countersign_canon::Principal;
 
 use crate::audit::{AuditEvent, AuditRecord};
 use crate::error::Result;
+use crate::log::Hash;
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RevisionRecord};
 
 mod budget;
@@ -235,6 +236,27 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`crate::Error::StoreUnavailable`].
     async fn audit(&self) -> Result<Vec<AuditRecord>>;
+
+    /// The number of leaves of the audit log's Merkle tree (CONTRACT.md section 11).
+    ///
+    /// Record `seq` of the chain is leaf `seq - 1`, and its stored hashes
+    /// ([`crate::log::stored_hashes`]) are written in the transaction that appends the record,
+    /// so once a transaction has returned the tree has as many leaves as the chain has records.
+    /// Stored hashes are never rewritten: the hashes of a size read once hold for good.
+    ///
+    /// Required of every store, wrappers included, like the rest of the log's reads.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`]; `STORE_TAMPERED` when the stored hashes are not a
+    /// whole tree.
+    async fn tree_size(&self) -> Result<u64>;
+
+    /// The tree's stored hashes at `indexes` (stored-hash indexes, Go `tlog` layout), in that
+    /// order: the asynchronous form of [`crate::log::HashReader`].
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`], also when an index holds no hash.
+    async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>>;
 
     /// Records that the passkey `credential` signed with `counter`, and says whether that
     /// counter moved on from the last one recorded: a counter that does not grow (other than

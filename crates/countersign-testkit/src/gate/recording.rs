@@ -71,6 +71,12 @@ impl GateStore for Recording {
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
         self.inner.audit().await
     }
+    async fn tree_size(&self) -> Result<u64> {
+        self.inner.tree_size().await
+    }
+    async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<countersign_gate::log::Hash>> {
+        self.inner.read_hashes(indexes).await
+    }
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
         self.inner
             .advance_passkey_counter(credential, counter)

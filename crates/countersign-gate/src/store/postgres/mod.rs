@@ -26,10 +26,12 @@ use super::rows::{principal_to_row, revision_from_row};
 use super::{Commit, GateStore, Snapshot, Step, TxKeys};
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
+use crate::log::Hash;
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
 mod batch;
 mod budget;
+mod log;
 mod rows;
 mod sql;
 mod tenancy;
@@ -126,6 +128,13 @@ impl PostgresStore {
             .await
             .map_err(pg)?;
         tx.batch_execute(&budget::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        // The tree of a store written before it kept one, built in the chain's order.
+        tx.batch_execute(&log::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tx.execute(&format!("SELECT {s}.gate_log_sync()"), &[])
             .await
             .map_err(pg)?;
         tx.commit().await.map_err(pg)
@@ -415,6 +424,16 @@ impl GateStore for PostgresStore {
             .await
             .map_err(pg)?;
         Ok(moved.is_some())
+    }
+
+    async fn tree_size(&self) -> Result<u64> {
+        let client = self.pool.get().await.map_err(pg)?;
+        log::size(&client, &self.s).await
+    }
+
+    async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        log::read(&client, &self.s, indexes).await
     }
 
     async fn health(&self) -> Result<()> {

@@ -109,6 +109,7 @@ pub(super) struct Sql {
     pub(super) rate_trim: String,
     pub(super) rate_add: String,
     pub(super) append: String,
+    pub(super) log_sync: String,
     pub(super) durable: String,
     pub(super) lock_many: String,
     pub(super) drafts: String,
@@ -185,6 +186,8 @@ impl Sql {
                  SELECT seq, digest, body FROM c WHERE n > 0
                  RETURNING seq, digest, body"
             ),
+            // Right behind the append, under the same lock: the tree takes the new records.
+            log_sync: format!("SELECT {s}.gate_log_sync()"),
             durable: DURABLE.to_owned(),
             // A batch's two-key locks in one statement, in one global order (class, then the
             // id's hash), the order every transaction takes them in: a lone transition takes
@@ -240,6 +243,7 @@ pub(super) struct Statements {
     pub(super) rate_trim: tokio_postgres::Statement,
     pub(super) rate_add: tokio_postgres::Statement,
     pub(super) append: tokio_postgres::Statement,
+    pub(super) log_sync: tokio_postgres::Statement,
     pub(super) durable: tokio_postgres::Statement,
 }
 
@@ -258,6 +262,7 @@ impl Statements {
             rate_trim: prepare(c, &q.rate_trim).await?,
             rate_add: prepare(c, &q.rate_add).await?,
             append: prepare(c, &q.append).await?,
+            log_sync: prepare(c, &q.log_sync).await?,
             durable: prepare(c, &q.durable).await?,
         })
     }

@@ -42,6 +42,7 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
         "gate_passkey_counters",
         "gate_budget",
         "gate_budget_key",
+        "gate_log_hashes",
     ]
     .iter()
     .map(|n| format!("{s}.{n}"))
@@ -53,8 +54,9 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
                     WHERE table_schema = $2
                       AND (table_name, column_name) IN (('gate_operations', 'principal'),
                           ('gate_drafts', 'editor'), ('gate_revisions', 'editor'),
-                          ('gate_drafts', 'ruling')))",
-            &[&names, &schema],
+                          ('gate_drafts', 'ruling')))
+                AND to_regprocedure($3) IS NOT NULL",
+            &[&names, &schema, &format!("{s}.gate_log_sync()")],
         )
         .await
         .map_err(pg)?;

@@ -177,7 +177,8 @@ pub(super) fn writes<'a>(
     }
 }
 
-/// After the writes: the chain's lock and append (when there is anything to append), the
+/// After the writes: the chain's lock, append and the tree's sync (when there is anything to
+/// append), the
 /// COMMIT, and behind it the durability wait (see [`BEGIN`](super::sql::BEGIN)). The chain's lock comes after every
 /// write, so it is held only while the server appends and commits.
 pub(super) fn seal_and_commit<'a>(
@@ -197,6 +198,9 @@ pub(super) fn seal_and_commit<'a>(
             let domain = Domain::Audit.as_str().as_bytes();
             tx.query(&st.append, &[&domain, &heads, &mids, &tails])
                 .await
+        }));
+        out.push(Box::pin(async move {
+            tx.execute(&st.log_sync, &[]).await.map(|_| Vec::new())
         }));
     }
     out.push(Box::pin(async move {
@@ -260,6 +264,8 @@ pub(super) fn ended(
     match (first_error, commit, durable) {
         (None, Ok(_), Ok(_)) => {
             let rows = if appended {
+                // The tree's sync, then the append's rows.
+                results.pop();
                 results.pop().and_then(|r| r.ok()).unwrap_or_default()
             } else {
                 Vec::new()

@@ -23,12 +23,14 @@ use schema::migrate;
 
 mod budget;
 mod counts;
+mod log;
 mod reads;
 mod schema;
 mod tenancy;
 mod tx;
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
+use crate::log::{Hash, HashReader as _};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 use reads::{bytes, get_draft, get_op, read_draft};
 use tx::Immediate;
@@ -296,6 +298,7 @@ fn write(
             prev = Some((record.seq, record.digest));
             sealed.push(record);
         }
+        log::append(conn, &sealed)?;
     }
     Ok(sealed)
 }
@@ -451,6 +454,16 @@ impl GateStore for SqliteStore {
             .query_row([], |r| r.get::<_, i64>(0))
             .map_err(db)
             .map(drop)
+    }
+
+    async fn tree_size(&self) -> Result<u64> {
+        let conn = self.lock()?;
+        log::size(&conn)
+    }
+
+    async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
+        let conn = self.lock()?;
+        log::Hashes(&conn).read_hashes(indexes)
     }
 
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {

@@ -124,6 +124,15 @@ CREATE TABLE gate_budget (
 ALTER TABLE gate_drafts ADD COLUMN ruling TEXT;
 ";
 
+/// v7 keeps the audit log's Merkle tree (CONTRACT.md section 11): the stored hashes of Go's
+/// `tlog` layout by index, record `seq` of `gate_audit` being leaf `seq - 1`. The records of a
+/// store older than the table are added by [`migrate`] in the same transaction, once: after
+/// that every append checks that the tree ends where the chain does, so a tree cut short later
+/// is refused, never rebuilt.
+const MIGRATE_V7: &str = "
+CREATE TABLE gate_log_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -133,6 +142,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, MIGRATE_V4),
     (5, MIGRATE_V5),
     (6, MIGRATE_V6),
+    (7, MIGRATE_V7),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
@@ -143,6 +153,14 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(db)?;
+    let had_tree = tx
+        .query_row(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'gate_log_hashes'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(db)?
+        > 0;
     migrate_schema(&tx, "gate_schema_version", MIGRATIONS).map_err(|e| match e {
         MigrateError::Sqlite(e) => db(e),
         MigrateError::Newer { found, known } => Error::store(format!(
@@ -150,5 +168,8 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<()> {
              refusing to open it"
         )),
     })?;
+    if !had_tree {
+        super::log::catch_up(&tx)?;
+    }
     tx.commit().map_err(db)
 }
