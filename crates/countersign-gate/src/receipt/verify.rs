@@ -168,9 +168,10 @@ fn rule(
 /// Refuses a signed policy other than the one the receipt's decisions were made under, or the
 /// rule taken from the bundle is not the rule that was applied. The policy in force when the
 /// draft ran is the one that counted its approvals (the execution checks them again), so it is
-/// its `execute` records that must name this digest; a draft that has not run is held to its
-/// `approve` records. Other records may name another policy: one reloaded since, or the
-/// records of other drafts the stretch holds.
+/// its `execute` records that must name this digest; a draft that has not run, or ran under a
+/// gate that knew no policy digest (its `execute` records name none), is held to its `approve`
+/// records. Other records may name another policy: one reloaded since, or the records of other
+/// drafts the stretch holds.
 fn decided_under(records: &[AuditRecord], id: &DraftId, digest: &str) -> Result<(), ReceiptError> {
     let bodies: Vec<(u64, Object)> = records
         .iter()
@@ -182,7 +183,8 @@ fn decided_under(records: &[AuditRecord], id: &DraftId, digest: &str) -> Result<
             .iter()
             .filter(move |(_, b)| text(b, "event") == Some(event))
     };
-    let deciding: Vec<&(u64, Object)> = if of("execute").next().is_some() {
+    let names_policy = |(_, b): &&(u64, Object)| b.get("policy").is_some();
+    let deciding: Vec<&(u64, Object)> = if of("execute").any(|r| names_policy(&r)) {
         of("execute").collect()
     } else {
         of("approve").collect()
