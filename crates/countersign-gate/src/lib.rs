@@ -85,6 +85,7 @@ mod gate;
 mod in_force;
 mod inspect;
 pub mod log;
+mod log_tiles;
 mod logged;
 mod model;
 mod open;

@@ -75,6 +75,10 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.audit().await
     }
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>, Error> {
+        self.check()?;
+        self.inner.audit_range(first, count).await
+    }
     async fn tree_size(&self) -> Result<u64, Error> {
         self.check()?;
         self.inner.tree_size().await

@@ -7,12 +7,14 @@ mod checkpoint;
 mod key;
 mod note;
 mod prefetch;
+mod tiles;
 mod tree;
 
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
 pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};
 pub use note::{OpenedNote, VerifiedSignature, add_signature_line, open_note};
 pub use prefetch::{Attempt, Prefetched};
+pub use tiles::{LogResource, TILE_HEIGHT, TILE_WIDTH, TileAt};
 pub use tree::{
     EMPTY_ROOT, HASH_SIZE, Hash, HashReader, MemoryHashes, TreeHead, check_record, check_tree,
     node_hash, prove_record, prove_tree, record_hash, stored_hash_count, stored_hash_index,

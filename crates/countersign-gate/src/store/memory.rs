@@ -267,6 +267,17 @@ impl GateStore for MemoryStore {
         Ok(self.lock()?.audit.clone())
     }
 
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
+        let inner = self.lock()?;
+        Ok(inner
+            .audit
+            .iter()
+            .skip_while(|r| r.seq < first)
+            .take(usize::try_from(count).unwrap_or(usize::MAX))
+            .cloned()
+            .collect())
+    }
+
     async fn tree_size(&self) -> Result<u64> {
         Ok(self.lock()?.tree.size())
     }

@@ -237,6 +237,13 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn audit(&self) -> Result<Vec<AuditRecord>>;
 
+    /// The audit records from `seq` `first` on, at most `count` of them, in order: what an
+    /// entry bundle of the log serves, read without the whole chain.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>>;
+
     /// The number of leaves of the audit log's Merkle tree (CONTRACT.md section 11).
     ///
     /// Record `seq` of the chain is leaf `seq - 1`, and its stored hashes

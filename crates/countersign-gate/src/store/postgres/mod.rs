@@ -443,13 +443,26 @@ impl GateStore for PostgresStore {
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
+        self.audit_rows(0, i64::MAX).await
+    }
+
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
+        let first = i64::try_from(first).unwrap_or(i64::MAX);
+        self.audit_rows(first, i64::try_from(count).unwrap_or(i64::MAX))
+            .await
+    }
+}
+
+impl PostgresStore {
+    /// Up to `count` records from `seq` `first` on, in order.
+    async fn audit_rows(&self, first: i64, count: i64) -> Result<Vec<AuditRecord>> {
         let client = self.pool.get().await.map_err(pg)?;
         let sql = format!(
-            "SELECT seq, digest, body FROM {}.gate_audit ORDER BY seq",
+            "SELECT seq, digest, body FROM {}.gate_audit WHERE seq >= $1 ORDER BY seq LIMIT $2",
             self.s
         );
         client
-            .query(&sql, &[])
+            .query(&sql, &[&first, &count])
             .await
             .map_err(pg)?
             .iter()

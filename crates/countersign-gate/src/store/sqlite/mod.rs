@@ -487,12 +487,26 @@ impl GateStore for SqliteStore {
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
+        self.audit_rows(0, i64::MAX)
+    }
+
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
+        let first = i64::try_from(first).unwrap_or(i64::MAX);
+        self.audit_rows(first, i64::try_from(count).unwrap_or(i64::MAX))
+    }
+}
+
+impl SqliteStore {
+    /// Up to `count` records from `seq` `first` on, in order.
+    fn audit_rows(&self, first: i64, count: i64) -> Result<Vec<AuditRecord>> {
         let conn = self.lock()?;
         let mut stmt = conn
-            .prepare_cached("SELECT seq, digest, body FROM gate_audit ORDER BY seq")
+            .prepare_cached(
+                "SELECT seq, digest, body FROM gate_audit WHERE seq >= ?1 ORDER BY seq LIMIT ?2",
+            )
             .map_err(db)?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map([first, count], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, bytes(r, 2)?))
             })
             .map_err(db)?;
