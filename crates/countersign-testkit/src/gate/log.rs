@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use countersign_gate::audit::AuditRecord;
 use countersign_gate::log::{
-    MemoryHashes, TreeHead, check_record, check_tree, record_hash, tree_hash,
+    MemoryHashes, TileAt, TreeHead, check_record, check_tree, record_hash, tree_hash,
 };
 use countersign_gate::store::GateStore;
 use countersign_gate::{ErrorCode, Gate};
@@ -19,6 +19,7 @@ where
     Fut: Future<Output = Arc<dyn GateStore>>,
 {
     tree_follows_the_chain(make().await).await;
+    tiles_are_the_tree_and_bundles_the_chain(make().await).await;
 }
 
 /// The tree `records` make, as the chain holds them.
@@ -155,4 +156,80 @@ pub async fn replicas_grow_one_tree(a: Arc<dyn GateStore>, b: Arc<dyn GateStore>
         gb.tree_head().await.expect("b")
     );
     assert_eq!(ga.tree_head().await.expect("a").size, 24);
+}
+
+/// The C2SP tiles a store serves are the stored tree read in the specification's layout, and
+/// its entry bundles are the chain's records: a monitor rebuilding the tree from the bundles
+/// gets the hashes of the tiles. Only what the tree holds is served.
+async fn tiles_are_the_tree_and_bundles_the_chain(store: Arc<dyn GateStore>) {
+    let g = gate(store.clone(), ManualClock::at(T0));
+    let at = |level, index, width| TileAt {
+        level,
+        index,
+        width,
+    };
+    assert_eq!(g.log_tile(at(0, 0, 1)).await.expect("tile"), None);
+    assert_eq!(g.log_entries(at(0, 0, 1)).await.expect("bundle"), None);
+    // A full level-0 tile, a partial one beside it, and the level-1 tile above the full one.
+    for i in 0..260 {
+        propose(&g, "publish_post", &format!(r#"{{"title":"t{i}"}}"#)).await;
+    }
+    let records = store.audit().await.expect("audit");
+    assert_eq!(records.len(), 260);
+    let leaves: Vec<u8> = records
+        .iter()
+        .flat_map(|r| record_hash(&r.body).0)
+        .collect();
+    let full = g
+        .log_tile(at(0, 0, 256))
+        .await
+        .expect("tile")
+        .expect("held");
+    assert_eq!(full, leaves[..256 * 32]);
+    let partial = g.log_tile(at(0, 1, 4)).await.expect("tile").expect("held");
+    assert_eq!(partial, leaves[256 * 32..]);
+    // An older, narrower width of the partial tile is its prefix.
+    let narrower = g.log_tile(at(0, 1, 2)).await.expect("tile").expect("held");
+    assert_eq!(narrower, leaves[256 * 32..258 * 32]);
+    let first_256 = rebuilt(&records[..256]);
+    let level1 = g.log_tile(at(1, 0, 1)).await.expect("tile").expect("held");
+    assert_eq!(level1, tree_hash(256, &first_256).expect("root").0);
+    for missing in [
+        at(0, 1, 5),
+        at(0, 1, 256),
+        at(0, 2, 1),
+        at(1, 0, 2),
+        at(2, 0, 1),
+    ] {
+        assert_eq!(
+            g.log_tile(missing).await.expect("tile"),
+            None,
+            "{missing:?}"
+        );
+    }
+
+    let bundle = g
+        .log_entries(at(0, 0, 256))
+        .await
+        .expect("bundle")
+        .expect("held");
+    let tail = g
+        .log_entries(at(0, 1, 4))
+        .await
+        .expect("bundle")
+        .expect("held");
+    let mut entries = Vec::new();
+    for data in [&bundle, &tail] {
+        let mut rest = data.as_slice();
+        while let [hi, lo, more @ ..] = rest {
+            let len = usize::from(u16::from_be_bytes([*hi, *lo]));
+            let (entry, after) = more.split_at(len);
+            entries.push(entry.to_vec());
+            rest = after;
+        }
+    }
+    let bodies: Vec<Vec<u8>> = records.iter().map(|r| r.body.clone()).collect();
+    assert_eq!(entries, bodies);
+    assert_eq!(g.log_entries(at(0, 1, 5)).await.expect("bundle"), None);
+    assert_eq!(g.log_entries(at(1, 0, 1)).await.expect("bundle"), None);
 }
