@@ -77,6 +77,10 @@ struct Cli {
     /// The largest HTTP request body in bytes (413 beyond).
     #[arg(long, value_name = "BYTES", requires = "http")]
     max_body: Option<usize>,
+    /// Serve the audit log read-only under `/log/` in the C2SP tlog-tiles layout (checkpoint,
+    /// tiles, entry bundles: the audit records), without authentication, for monitors.
+    #[arg(long, requires = "http")]
+    serve_log: bool,
     /// Seconds a client may take to send a request's headers before its connection is closed
     /// (default 10).
     #[arg(long, value_name = "SECS", requires = "http")]
@@ -165,6 +169,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
                 .transpose()?
                 .map(Arc::new);
             http.allowed_hosts = cli.allowed_hosts;
+            http.serve_log = cli.serve_log;
             if let Some(max) = cli.max_body {
                 http.max_body = max;
             }

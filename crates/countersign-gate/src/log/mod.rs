@@ -5,6 +5,7 @@
 
 mod checkpoint;
 mod key;
+mod monitor;
 mod note;
 mod prefetch;
 mod tiles;
@@ -12,6 +13,7 @@ mod tree;
 
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
 pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};
+pub use monitor::{Alarm, Monitor};
 pub use note::{OpenedNote, VerifiedSignature, add_signature_line, open_note};
 pub use prefetch::{Attempt, Prefetched};
 pub use tiles::{LogResource, TILE_HEIGHT, TILE_WIDTH, TileAt};

@@ -34,6 +34,7 @@
 mod auth;
 mod body;
 mod front;
+mod log;
 mod sessions;
 
 use std::future::Future;
@@ -102,6 +103,9 @@ pub struct HttpOptions {
     pub grace: Duration,
     /// Connection caps and timeouts.
     pub connections: ConnectionLimits,
+    /// Whether to serve the audit log read-only under `/log/` (C2SP `tlog-tiles`), to anyone
+    /// who can reach the server: its entries are the audit records.
+    pub serve_log: bool,
 }
 
 impl HttpOptions {
@@ -121,6 +125,7 @@ impl HttpOptions {
             max_body: Self::DEFAULT_MAX_BODY,
             grace: Self::DEFAULT_GRACE,
             connections: ConnectionLimits::new(),
+            serve_log: false,
         }
     }
 
@@ -248,12 +253,21 @@ impl HttpServer {
             .route_service(REVIEW_PATH, review.clone())
             .route_service(REVIEW_PAGES, review)
             .layer(CheckLayer::new(HostCheck::new(&hosts)));
-        let router = Router::new()
+        let mut router = Router::new()
             .route_service(MCP_PATH, mcp)
             .layer(front)
             .route(HEALTH_PATH, get(health))
-            .merge(pages)
-            .with_state(core);
+            .merge(pages);
+        if options.serve_log {
+            // Read-only and the same for everyone, like `/healthz`: a monitor holds no MCP
+            // token, and the bytes it reads are checked against the log's signed checkpoints.
+            router = router.merge(
+                Router::new()
+                    .route(log::LOG_PAGES, get(log::resource))
+                    .layer(CheckLayer::new(HostCheck::new(&hosts))),
+            );
+        }
+        let router = router.with_state(core);
         let listener = TcpListener::bind(options.addr)
             .await
             .map_err(|e| Error::Transport(format!("cannot listen on {}: {e}", options.addr)))?;
