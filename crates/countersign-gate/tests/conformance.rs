@@ -89,6 +89,40 @@ async fn sqlite_processes_grow_one_tree() {
     countersign_testkit::gate::replicas_grow_one_tree(open(), open()).await;
 }
 
+/// Two connections to one SQLite file, as two processes, issuing checkpoints while they append:
+/// the checkpoint kept only grows.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_processes_race_checkpoints() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("shared.db");
+    let open = || {
+        Arc::new(countersign_gate::store::SqliteStore::open(&path).expect("open"))
+            as Arc<dyn GateStore>
+    };
+    countersign_testkit::gate::replicas_race_checkpoints(open(), open()).await;
+}
+
+/// Two replicas on one PostgreSQL schema, batched and not, issuing checkpoints while they
+/// append: the checkpoint kept only grows.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_replicas_race_checkpoints() {
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
+        return;
+    };
+    let schema = countersign_testkit::postgres::unique_schema("gate_ckpt");
+    let a = countersign_gate::store::PostgresStore::connect(&url, &schema)
+        .await
+        .expect("connect");
+    let b = countersign_gate::store::PostgresStore::connect(&url, &schema)
+        .await
+        .expect("connect")
+        .unbatched();
+    countersign_testkit::gate::replicas_race_checkpoints(Arc::new(a), Arc::new(b)).await;
+    countersign_testkit::postgres::drop_schema(&url, &schema).await;
+}
+
 /// Two replicas on one PostgreSQL schema, batched and not, appending at once: one tree.
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -18,7 +18,7 @@ use super::phases::{Phase, Phases};
 use super::rows::{
     hidden_to_row, only_state_moved, principal_to_row, revision_from_row, state_to_row,
 };
-use super::{BudgetKey, Commit, GateStore, Snapshot, Step, TxKeys};
+use super::{BudgetKey, Commit, GateStore, Snapshot, Step, StoredCheckpoint, TxKeys};
 use schema::migrate;
 
 mod budget;
@@ -464,6 +464,16 @@ impl GateStore for SqliteStore {
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
         let conn = self.lock()?;
         log::Hashes(&conn).read_hashes(indexes)
+    }
+
+    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
+        let conn = self.lock()?;
+        log::checkpoint(&conn)
+    }
+
+    async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+        let conn = self.lock()?;
+        log::keep_checkpoint(&conn, checkpoint)
     }
 
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
