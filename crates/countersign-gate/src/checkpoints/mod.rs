@@ -59,6 +59,18 @@ impl Checkpointer {
         Ok(Checkpointer { key, verifier })
     }
 
+    /// Makes a new log key for the log `origin` and writes it to a new file at `path` (mode
+    /// 0600; an existing file is never replaced: a lost log key cannot be recovered).
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` when `origin` cannot be a key's name or a checkpoint's origin line;
+    /// `CONFIG_INVALID` when the file exists or cannot be written.
+    pub fn create(path: &Path, origin: &str) -> Result<Self> {
+        let log = Self::new(LogKey::generate(origin)?, origin)?;
+        log.key.write_new(path)?;
+        Ok(log)
+    }
+
     /// Reads the log key file at `path` (0600, Go's `PRIVATE+KEY+…` line) for the log
     /// `origin`.
     ///
