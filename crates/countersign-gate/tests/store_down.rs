@@ -86,9 +86,9 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.read_hashes(indexes).await
     }
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>, Error> {
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>, Error> {
         self.check()?;
-        self.inner.log_checkpoint().await
+        self.inner.log_checkpoint(origin).await
     }
     async fn keep_log_checkpoint(
         &self,
@@ -167,7 +167,10 @@ async fn background_checkpoints_resume_when_the_store_comes_back() {
     assert!(settings.start(&g, &ledger).expect("started"));
     // A few rounds fail against the store that is down.
     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    assert_eq!(store.inner.log_checkpoint().await.expect("read"), None);
+    assert_eq!(
+        store.inner.log_checkpoint(ORIGIN).await.expect("read"),
+        None
+    );
 
     store.down.store(false, Ordering::SeqCst);
     approved(&g, "publish_post", r#"{"title":"after"}"#).await;

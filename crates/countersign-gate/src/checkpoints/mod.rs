@@ -1,6 +1,6 @@
 //! Checkpoints of the audit log's tree as the gate issues them (CONTRACT.md section 11): the log
-//! key signs the tree head as a C2SP checkpoint, and the store keeps the latest, which every
-//! process and replica on that store reads.
+//! key signs the tree head as a C2SP checkpoint, and the store keeps the latest of each log
+//! (origin), which every process and replica on that store reads.
 //!
 //! A checkpoint is signed only when the tree grew past the one kept, and only over a tree that
 //! still holds what the kept one signed: the log never signs a tree that does not extend its
@@ -123,8 +123,8 @@ impl Gate {
     ///
     /// # Errors
     /// `STORE_UNAVAILABLE`; `STORE_TAMPERED` when the tree no longer holds what the kept
-    /// checkpoint signed (nothing is signed over it); `SIGNATURE_INVALID` when the kept note is
-    /// not this log key's; `CONFIG_INVALID` when it is another log's.
+    /// checkpoint signed (nothing is signed over it); `SIGNATURE_INVALID` when the kept note of
+    /// this origin is not this log key's (a log's key never changes under its origin).
     pub async fn checkpoint(&self, log: &Checkpointer) -> Result<Issued> {
         let kept = self.latest_checkpoint(&log.verifier).await?;
         let size = self.store.tree_size().await?;
@@ -141,6 +141,7 @@ impl Gate {
         let stored = self
             .store
             .keep_log_checkpoint(&StoredCheckpoint {
+                origin: log.origin().to_owned(),
                 size,
                 note: signed.note().to_owned(),
             })
@@ -153,15 +154,16 @@ impl Gate {
         self.opened(&stored, &log.verifier).await.map(Issued::Kept)
     }
 
-    /// The latest checkpoint the store keeps, checked: signed by the log key `log`, and its
-    /// root the stored tree's root at its size. `None` before the first is issued.
+    /// The latest checkpoint the store keeps of the log whose key is `log` (its name is the
+    /// origin), checked: signed by that key, and its root the stored tree's root at its size.
+    /// `None` before the first is issued.
     ///
     /// # Errors
     /// `STORE_UNAVAILABLE`; `STORE_TAMPERED` when the tree is smaller than the checkpoint or
     /// has another root at its size (a rewrite, a fork or a shrink); `SIGNATURE_INVALID` when
-    /// the note is not `log`'s; `CONFIG_INVALID` when it is another log's.
+    /// the note is not `log`'s.
     pub async fn latest_checkpoint(&self, log: &VerifierKey) -> Result<Option<SignedCheckpoint>> {
-        match self.store.log_checkpoint().await? {
+        match self.store.log_checkpoint(log.name()).await? {
             Some(stored) => self.opened(&stored, log).await.map(Some),
             None => Ok(None),
         }
@@ -172,16 +174,7 @@ impl Gate {
         stored: &StoredCheckpoint,
         log: &VerifierKey,
     ) -> Result<SignedCheckpoint> {
-        let signed = SignedCheckpoint::open(stored.note.as_bytes(), log).map_err(|e| {
-            match crate::log::origin_of(stored.note.as_bytes()) {
-                Some(other) if other != log.name() => Error::Config(format!(
-                    "the store's checkpoints are of the log `{other}`, not of `{}`; a store \
-                     keeps one log, signed by one key",
-                    log.name()
-                )),
-                _ => e,
-            }
-        })?;
+        let signed = SignedCheckpoint::open(stored.note.as_bytes(), log)?;
         let head = signed.checkpoint().head();
         if head.size != stored.size {
             return Err(Error::LogInconsistent {

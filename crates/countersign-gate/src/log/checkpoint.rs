@@ -214,15 +214,6 @@ impl WitnessKey {
     }
 }
 
-/// The origin a signed checkpoint note names, read without checking any signature: for saying
-/// which log a note belongs to when it does not open under the key expected.
-pub(crate) fn origin_of(note: &[u8]) -> Option<String> {
-    let opened = open_note_with(note, &[], false).ok()?;
-    Checkpoint::parse(&opened.text)
-        .ok()
-        .map(|c| c.origin().to_owned())
-}
-
 /// A line of a checkpoint: non-empty, no control characters.
 fn plain_line(line: &str) -> bool {
     !line.is_empty() && !line.chars().any(char::is_control)

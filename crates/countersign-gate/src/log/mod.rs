@@ -9,7 +9,6 @@ mod note;
 mod prefetch;
 mod tree;
 
-pub(crate) use checkpoint::origin_of;
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
 pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};
 pub use note::{OpenedNote, VerifiedSignature, add_signature_line, open_note};

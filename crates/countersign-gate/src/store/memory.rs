@@ -26,8 +26,8 @@ struct Inner {
     audit: Vec<AuditRecord>,
     /// The audit log's Merkle tree: record `seq` is leaf `seq - 1`.
     tree: MemoryHashes,
-    /// The latest signed checkpoint of the tree.
-    checkpoint: Option<StoredCheckpoint>,
+    /// The latest signed checkpoint of each log of the tree, by origin.
+    checkpoints: HashMap<String, StoredCheckpoint>,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
 }
 
@@ -277,16 +277,20 @@ impl GateStore for MemoryStore {
         self.lock()?.tree.read_hashes(indexes)
     }
 
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
-        Ok(self.lock()?.checkpoint.clone())
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        Ok(self.lock()?.checkpoints.get(origin).cloned())
     }
 
     async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {
         let mut inner = self.lock()?;
-        match &inner.checkpoint {
-            Some(kept) if kept.size >= checkpoint.size => Ok(kept.clone()),
-            _ => Ok(inner.checkpoint.insert(checkpoint.clone()).clone()),
+        let kept = inner
+            .checkpoints
+            .entry(checkpoint.origin.clone())
+            .or_insert_with(|| checkpoint.clone());
+        if kept.size < checkpoint.size {
+            *kept = checkpoint.clone();
         }
+        Ok(kept.clone())
     }
 
     async fn health(&self) -> Result<()> {

@@ -1,6 +1,7 @@
 //! The checkpoint kept of the audit log's tree, on every store: it only grows (a smaller or
-//! equal one never replaces it), replicas issuing at once leave the largest and each reads the
-//! winner's, and a kept checkpoint the stored tree does not hold is refused, never signed over.
+//! equal one never replaces it), each log (origin) has its own, replicas issuing at once leave
+//! the largest and each reads the winner's, and a kept checkpoint the stored tree does not hold
+//! is refused, never signed over.
 
 use std::sync::Arc;
 
@@ -68,10 +69,12 @@ pub(super) async fn only_grow(store: Arc<dyn GateStore>) {
 
     // A smaller checkpoint, or another one of the same size, never replaces the one kept.
     let kept = StoredCheckpoint {
+        origin: ORIGIN.into(),
         size: head.size,
         note: grown.checkpoint().note().to_owned(),
     };
     let smaller = StoredCheckpoint {
+        origin: ORIGIN.into(),
         size: 0,
         note: empty.checkpoint().note().to_owned(),
     };
@@ -84,30 +87,48 @@ pub(super) async fn only_grow(store: Arc<dyn GateStore>) {
         .sign(grown.checkpoint().checkpoint())
         .expect("sign");
     let rival = StoredCheckpoint {
+        origin: ORIGIN.into(),
         size: head.size,
         note: rival.note().to_owned(),
     };
     assert_eq!(store.keep_log_checkpoint(&rival).await.expect("keep"), kept);
-    assert_eq!(store.log_checkpoint().await.expect("read"), Some(kept));
+    assert_eq!(
+        store.log_checkpoint(ORIGIN).await.expect("read"),
+        Some(kept.clone())
+    );
 
-    // Another log's key neither reads this log's checkpoints nor signs over them; another key
-    // under this log's name does not read them either.
-    let stranger = Checkpointer::new(
-        LogKey::generate("other.example/log").expect("key"),
-        "other.example/log",
-    )
-    .expect("checkpointer");
-    let e = g.checkpoint(&stranger).await.expect_err("another log");
-    assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{e}");
+    // Another origin is another log of the same tree, with checkpoints of its own; this log's
+    // stay as they were.
+    const OTHER: &str = "other.example/log";
+    let other = Checkpointer::new(LogKey::generate(OTHER).expect("key"), OTHER).expect("log");
+    let none = g.latest_checkpoint(other.verifier_key()).await;
+    assert_eq!(none.expect("read"), None);
+    let theirs = g.checkpoint(&other).await.expect("issue");
+    assert!(theirs.signed());
+    assert_eq!(theirs.checkpoint().checkpoint().head(), head);
+    assert_eq!(theirs.checkpoint().checkpoint().origin(), OTHER);
+    assert_eq!(
+        store.log_checkpoint(ORIGIN).await.expect("read"),
+        Some(kept.clone())
+    );
+
+    // Another key under this log's origin neither reads its checkpoints nor signs over them:
+    // a log's key never changes under its origin.
     let impostor = checkpointer(LogKey::generate(ORIGIN).expect("key"));
     let e = g
         .latest_checkpoint(impostor.verifier_key())
         .await
         .expect_err("not the log's key");
     assert_eq!(e.code(), ErrorCode::SignatureInvalid, "{e}");
+    proposals(&g, 2..3).await;
+    let e = g
+        .checkpoint(&impostor)
+        .await
+        .expect_err("not the log's key");
+    assert_eq!(e.code(), ErrorCode::SignatureInvalid, "{e}");
     assert_eq!(
-        store.log_checkpoint().await.expect("read").map(|c| c.size),
-        Some(head.size)
+        store.log_checkpoint(ORIGIN).await.expect("read"),
+        Some(kept)
     );
 
     // A key is the key of the origin it is named after.
@@ -137,6 +158,7 @@ pub(super) async fn refused_when_the_tree_disagrees(store: Arc<dyn GateStore>) {
             .sign(&Checkpoint::new(ORIGIN, TreeHead { size, root }).expect("checkpoint"))
             .expect("sign");
         StoredCheckpoint {
+            origin: ORIGIN.into(),
             size,
             note: signed.note().to_owned(),
         }
@@ -154,7 +176,7 @@ pub(super) async fn refused_when_the_tree_disagrees(store: Arc<dyn GateStore>) {
     proposals(&g, 3..4).await;
     refused(&g, &log, &vkey).await;
     assert_eq!(
-        store.log_checkpoint().await.expect("read"),
+        store.log_checkpoint(ORIGIN).await.expect("read"),
         Some(other_root)
     );
 
@@ -187,8 +209,8 @@ impl GateStore for Held {
         self.released.notified().await;
         self.inner.keep_log_checkpoint(c).await
     }
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
-        self.inner.log_checkpoint().await
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        self.inner.log_checkpoint(origin).await
     }
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
         self.inner.transact(keys, step).await

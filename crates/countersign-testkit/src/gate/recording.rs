@@ -77,8 +77,8 @@ impl GateStore for Recording {
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<countersign_gate::log::Hash>> {
         self.inner.read_hashes(indexes).await
     }
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
-        self.inner.log_checkpoint().await
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        self.inner.log_checkpoint(origin).await
     }
     async fn keep_log_checkpoint(&self, c: &StoredCheckpoint) -> Result<StoredCheckpoint> {
         self.inner.keep_log_checkpoint(c).await

@@ -8,8 +8,8 @@
 //! written before the table existed (or by a replica of an older build) is caught up by the next
 //! append, as it is at connect.
 //!
-//! The latest signed checkpoint of the tree is the one row of `gate_log_checkpoint (one, size,
-//! note)`, shared by every replica.
+//! The latest signed checkpoint of each log of the tree is its row of `gate_log_checkpoint
+//! (origin, size, note)`, shared by every replica.
 
 use deadpool_postgres::GenericClient;
 
@@ -29,7 +29,7 @@ use crate::store::StoredCheckpoint;
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS {s}.gate_log_hashes (idx BIGINT PRIMARY KEY, hash BYTEA NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.gate_log_checkpoint (
-    one SMALLINT PRIMARY KEY CHECK (one = 1), size BIGINT NOT NULL, note TEXT NOT NULL);
+    origin TEXT PRIMARY KEY, size BIGINT NOT NULL, note TEXT NOT NULL);
 CREATE OR REPLACE FUNCTION {s}.gate_log_index(lvl INT, n BIGINT) RETURNS BIGINT
 LANGUAGE plpgsql IMMUTABLE STRICT AS $f$
 DECLARE
@@ -130,27 +130,29 @@ pub(super) async fn read(c: &impl GenericClient, s: &str, indexes: &[u64]) -> Re
         .collect()
 }
 
-/// The latest signed checkpoint kept, if any.
+/// The latest signed checkpoint kept of the log `origin`, if any.
 pub(super) async fn checkpoint(
     c: &impl GenericClient,
     s: &str,
+    origin: &str,
 ) -> Result<Option<StoredCheckpoint>> {
-    let sql = format!("SELECT size, note FROM {s}.gate_log_checkpoint WHERE one = 1");
-    let Some(row) = c.query_opt(&sql, &[]).await.map_err(pg)? else {
+    let sql = format!("SELECT size, note FROM {s}.gate_log_checkpoint WHERE origin = $1");
+    let Some(row) = c.query_opt(&sql, &[&origin]).await.map_err(pg)? else {
         return Ok(None);
     };
     let size: i64 = row.try_get(0).map_err(pg)?;
     Ok(Some(StoredCheckpoint {
+        origin: origin.to_owned(),
         size: u64::try_from(size)
             .map_err(|_| Error::store("the stored checkpoint's size is negative"))?,
         note: row.try_get(1).map_err(pg)?,
     }))
 }
 
-/// Keeps `kept` unless a checkpoint of its size or larger is kept, then reads what is kept. The
-/// upsert is one statement: of two replicas inserting at once, the second waits on the first's
-/// row and then updates it only with a larger size. The read is a statement of its own, so it
-/// sees every commit before it, this one's or a newer replica's.
+/// Keeps `kept` unless a checkpoint of its log of its size or larger is kept, then reads what
+/// is kept. The upsert is one statement: of two replicas inserting at once, the second waits on
+/// the first's row and then updates it only with a larger size. The read is a statement of its
+/// own, so it sees every commit before it, this one's or a newer replica's.
 pub(super) async fn keep_checkpoint(
     c: &impl GenericClient,
     s: &str,
@@ -159,12 +161,14 @@ pub(super) async fn keep_checkpoint(
     let size =
         i64::try_from(kept.size).map_err(|_| Error::store("checkpoint size out of range"))?;
     let sql = format!(
-        "INSERT INTO {s}.gate_log_checkpoint AS c (one, size, note) VALUES (1, $1, $2)
-         ON CONFLICT (one) DO UPDATE SET size = EXCLUDED.size, note = EXCLUDED.note
+        "INSERT INTO {s}.gate_log_checkpoint AS c (origin, size, note) VALUES ($1, $2, $3)
+         ON CONFLICT (origin) DO UPDATE SET size = EXCLUDED.size, note = EXCLUDED.note
          WHERE EXCLUDED.size > c.size"
     );
-    c.execute(&sql, &[&size, &kept.note]).await.map_err(pg)?;
-    checkpoint(c, s)
+    c.execute(&sql, &[&kept.origin, &size, &kept.note])
+        .await
+        .map_err(pg)?;
+    checkpoint(c, s, &kept.origin)
         .await?
         .ok_or_else(|| Error::store("the checkpoint kept is gone"))
 }

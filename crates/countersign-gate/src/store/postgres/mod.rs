@@ -436,9 +436,9 @@ impl GateStore for PostgresStore {
         log::read(&client, &self.s, indexes).await
     }
 
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
         let client = self.pool.get().await.map_err(pg)?;
-        log::checkpoint(&client, &self.s).await
+        log::checkpoint(&client, &self.s, origin).await
     }
 
     async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {

@@ -466,9 +466,9 @@ impl GateStore for SqliteStore {
         log::Hashes(&conn).read_hashes(indexes)
     }
 
-    async fn log_checkpoint(&self) -> Result<Option<StoredCheckpoint>> {
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
         let conn = self.lock()?;
-        log::checkpoint(&conn)
+        log::checkpoint(&conn, origin)
     }
 
     async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {

@@ -133,12 +133,12 @@ const MIGRATE_V7: &str = "
 CREATE TABLE gate_log_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);
 ";
 
-/// v8 keeps the latest signed checkpoint of that tree (CONTRACT.md section 11), one row: the
-/// tree size its checkpoint names, which decides whether a new one replaces it, and the signed
-/// note as issued, which every process serving the file reads.
+/// v8 keeps the latest signed checkpoint of that tree (CONTRACT.md section 11), one row per log
+/// (origin): the tree size its checkpoint names, which decides whether a new one replaces it,
+/// and the signed note as issued, which every process serving the file reads.
 const MIGRATE_V8: &str = "
 CREATE TABLE gate_log_checkpoint (
-    one INTEGER PRIMARY KEY CHECK (one = 1), size INTEGER NOT NULL, note TEXT NOT NULL);
+    origin TEXT PRIMARY KEY, size INTEGER NOT NULL, note TEXT NOT NULL) WITHOUT ROWID;
 ";
 
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
