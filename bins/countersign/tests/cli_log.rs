@@ -1,7 +1,8 @@
 //! `countersign log key new|show` and `countersign log checkpoint` on a real SQLite store: the
 //! key file, the verifier key printed for it, and a checkpoint of the audit log's tree that
 //! verifies with that key alone — here, and with Go's reference implementation
-//! (`sumdb/note`, `sumdb/tlog`) where it is installed.
+//! (`sumdb/note`, `sumdb/tlog`) where it is installed; and `countersign review --web` issuing
+//! checkpoints in the background.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -253,4 +254,53 @@ fn a_named_origin_is_the_keys_name_and_a_key_of_another_log_is_refused() {
     ]);
     assert_eq!(code, Some(2), "{refused}");
     assert!(!bad.exists());
+}
+
+/// A `countersign review --web` process, killed when dropped.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_review_page_issues_checkpoints_as_the_tree_grows() {
+    let s = Setup::new();
+    let (code, made) = s.json(&["log", "key", "new"]);
+    assert_eq!(code, Some(0), "{made}");
+    let vkey = VerifierKey::parse(made["verifier_key"].as_str().expect("vkey")).expect("vkey");
+    let _page = Serving(
+        Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .args(["--store", &format!("sqlite:{}", s.db.display())])
+            .args(["review", "--web", "127.0.0.1:0"])
+            .env("COUNTERSIGN_HOME", &s.home)
+            .env("COUNTERSIGN_CHECKPOINT_INTERVAL", "1s")
+            .env_remove("COUNTERSIGN_STORE")
+            .env_remove("COUNTERSIGN_APPROVERS")
+            .env_remove("COUNTERSIGN_LOG_KEY")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("review --web"),
+    );
+    s.propose(&["while the page serves"]);
+    let store = Arc::new(SqliteStore::open(&s.db).expect("open"));
+    let gate = Gate::new(store, Arc::new(Policy::from_toml(POLICY).expect("policy")));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for _ in 0..300 {
+        // Each checkpoint read is checked against the stored tree and the key.
+        let kept = rt.block_on(gate.latest_checkpoint(&vkey)).expect("read");
+        if kept.is_some_and(|c| c.checkpoint().head().size >= 1) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("the review page issued no checkpoint of the proposal");
 }

@@ -110,6 +110,7 @@ fn log_to_stderr() {
     // Only the first call in a process installs one; there is no other.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter)
         .try_init();
 }
