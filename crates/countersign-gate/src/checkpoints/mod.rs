@@ -147,7 +147,7 @@ impl Gate {
             })
             .await?;
         if stored.note == signed.note() {
-            tracing::info!(size, origin = log.origin(), "checkpoint issued");
+            tracing::debug!(size, origin = log.origin(), "checkpoint issued");
             return Ok(Issued::Signed(signed));
         }
         // Another process kept one first: it is read as any kept checkpoint is.
