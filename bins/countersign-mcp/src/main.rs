@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use countersign_canon::ErrorClass;
+use countersign_gate::CheckpointSettings;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy, web};
 use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
 use countersign_mcp::proxy::{Proxy, Upstream};
@@ -101,6 +102,18 @@ struct Cli {
     /// `BASE/review/draft/ID` (without it, their `review` is null).
     #[arg(long, env = "COUNTERSIGN_REVIEW_URL", value_name = "BASE")]
     review_url: Option<String>,
+    /// The transparency log's key file: checkpoints of the audit log's tree are signed with it
+    /// (default: `log.key` in the home folder when it exists; without a key none are issued).
+    #[arg(long, env = "COUNTERSIGN_LOG_KEY", value_name = "FILE")]
+    log_key: Option<PathBuf>,
+    /// The log's origin, the first line of its checkpoints and the log key's name (default:
+    /// `countersign/LEDGER_ID` of the store's replay ledger).
+    #[arg(long, env = "COUNTERSIGN_LOG_ORIGIN", value_name = "ORIGIN")]
+    log_origin: Option<String>,
+    /// Time between checkpoints, each issued only when the tree grew (e.g. `30s`, `1m`; default
+    /// 10s).
+    #[arg(long, env = "COUNTERSIGN_CHECKPOINT_INTERVAL", value_name = "DURATION")]
+    checkpoint_interval: Option<String>,
     /// The upstream command and its arguments.
     #[arg(last = true)]
     command: Vec<String>,
@@ -191,6 +204,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
         }
         None => None,
     };
+    let interval = cli
+        .checkpoint_interval
+        .as_deref()
+        .map(countersign_gate::policy::parse_duration)
+        .transpose()
+        .map_err(|e| {
+            Error::invalid_argument("INVALID_ARGUMENT", format!("--checkpoint-interval: {e}"))
+        })?;
     let options = Options {
         store: cli.store,
         ledger: cli.ledger,
@@ -200,6 +221,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
         approvers: cli.approvers,
         hosted: http.is_some(),
         review_url: cli.review_url,
+        checkpoints: CheckpointSettings {
+            key: cli.log_key,
+            origin: cli.log_origin,
+            interval,
+        },
     };
     if cli.demo {
         if options.config.is_none() {

@@ -37,6 +37,18 @@ struct Cli {
         value_name = "FILE"
     )]
     approvers: Option<std::path::PathBuf>,
+    /// The transparency log's key file (default: log.key in the home folder).
+    #[arg(long, global = true, env = "COUNTERSIGN_LOG_KEY", value_name = "FILE")]
+    log_key: Option<std::path::PathBuf>,
+    /// The log's origin, the first line of its checkpoints (default: countersign/LEDGER_ID of
+    /// the store).
+    #[arg(
+        long,
+        global = true,
+        env = "COUNTERSIGN_LOG_ORIGIN",
+        value_name = "ORIGIN"
+    )]
+    log_origin: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -79,6 +91,9 @@ enum Command {
     /// The policy as a whole: sign it as a policy admin, or check its admins' signatures.
     #[command(subcommand)]
     Policy(cmd::policy::PolicyCommand),
+    /// The transparency log: its key, and checkpoints of the audit log's tree.
+    #[command(subcommand)]
+    Log(cmd::log::LogCommand),
 }
 
 fn main() -> ExitCode {
@@ -97,6 +112,8 @@ fn main() -> ExitCode {
         keys: cli.keys,
         config: cli.config,
         approvers: cli.approvers,
+        log_key: cli.log_key,
+        log_origin: cli.log_origin,
     };
     let result = run(&ctx, cli.command);
     output::finish(&ctx, result)
@@ -119,5 +136,6 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Approvers(command) => cmd::approvers::run(ctx, command),
         Command::Receipt(args) => cmd::receipt::run(ctx, args),
         Command::Policy(command) => cmd::policy::run(ctx, command),
+        Command::Log(command) => cmd::log::run(ctx, command),
     }
 }

@@ -19,6 +19,8 @@ pub(crate) struct Ctx {
     pub(crate) keys: Option<PathBuf>,
     pub(crate) config: Option<PathBuf>,
     pub(crate) approvers: Option<PathBuf>,
+    pub(crate) log_key: Option<PathBuf>,
+    pub(crate) log_origin: Option<String>,
 }
 
 /// The contract's exit status for a failure of `class` (CONTRACT.md section 5).

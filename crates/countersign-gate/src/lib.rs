@@ -64,6 +64,8 @@
 //! * [`store`]: the port a backend implements ([`store::GateStore`]) and the backends.
 //! * [`audit`]: the hash chain of every decision and its anchor.
 //! * [`receipt`]: one draft's evidence, checkable offline.
+//! * [`log`]: the transparency log's formats — the Merkle tree, checkpoints, keys; the gate
+//!   issues checkpoints of its tree with a [`Checkpointer`] ([`Gate::checkpoint`]).
 //! * [`privacy`]: the credential scan that keeps secrets out of drafts.
 //!
 //! # The write side is sealed
@@ -80,6 +82,7 @@
 mod action;
 pub mod approval;
 pub mod audit;
+mod checkpoints;
 mod error;
 mod gate;
 mod in_force;
@@ -104,6 +107,10 @@ mod view;
 
 pub use crate::action::{
     ActionCall, ActionError, ActionFuture, ActionOutput, ActionPort, FailureKind, FnAction,
+};
+pub use crate::checkpoints::{
+    CheckpointSettings, Checkpointer, DEFAULT_CHECKPOINT_INTERVAL, Issued, default_log_key_path,
+    ledger_origin,
 };
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Gate, MAX_PAGE};

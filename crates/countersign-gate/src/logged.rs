@@ -60,8 +60,13 @@ impl Gate {
     /// `STORE_UNAVAILABLE`; `STORE_TAMPERED` when the stored hashes are not a whole tree.
     pub async fn tree_head(&self) -> Result<TreeHead> {
         let size = self.store.tree_size().await?;
-        let root = over_store(&*self.store, |r| tree_hash(size, &r)).await?;
+        let root = self.tree_root(size).await?;
         Ok(TreeHead { size, root })
+    }
+
+    /// The root of the tree of the first `size` leaves; `size` is at most the current size.
+    pub(crate) async fn tree_root(&self, size: u64) -> Result<Hash> {
+        over_store(&*self.store, |r| tree_hash(size, &r)).await
     }
 
     /// The proof that leaf `index` (record `index + 1`) is in the tree of `size` leaves.

@@ -76,34 +76,73 @@ async fn postgres_conforms(batched: bool) {
     }
 }
 
+/// Two connections to one new SQLite file in `dir`, as two processes.
+#[cfg(feature = "sqlite")]
+fn sqlite_processes(dir: &std::path::Path) -> (Arc<dyn GateStore>, Arc<dyn GateStore>) {
+    let path = dir.join("shared.db");
+    let open = || {
+        Arc::new(countersign_gate::store::SqliteStore::open(&path).expect("open"))
+            as Arc<dyn GateStore>
+    };
+    (open(), open())
+}
+
+/// Two replicas on one new PostgreSQL schema, one batched and one not; `None` (the test is
+/// skipped) without a test server.
+#[cfg(feature = "postgres")]
+async fn postgres_replicas(
+    prefix: &str,
+) -> Option<(Arc<dyn GateStore>, Arc<dyn GateStore>, String, String)> {
+    let url = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES")?;
+    let schema = countersign_testkit::postgres::unique_schema(prefix);
+    let connect = async || {
+        countersign_gate::store::PostgresStore::connect(&url, &schema)
+            .await
+            .expect("connect")
+    };
+    let a = Arc::new(connect().await);
+    let b = Arc::new(connect().await.unbatched());
+    Some((a, b, url, schema))
+}
+
 /// Two connections to one SQLite file, as two processes: one tree.
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sqlite_processes_grow_one_tree() {
     let dir = tempfile::tempdir().expect("tmp");
-    let path = dir.path().join("shared.db");
-    let open = || {
-        Arc::new(countersign_gate::store::SqliteStore::open(&path).expect("open"))
-            as Arc<dyn GateStore>
-    };
-    countersign_testkit::gate::replicas_grow_one_tree(open(), open()).await;
+    let (a, b) = sqlite_processes(dir.path());
+    countersign_testkit::gate::replicas_grow_one_tree(a, b).await;
+}
+
+/// Two connections to one SQLite file, as two processes, issuing checkpoints while they append:
+/// the checkpoint kept only grows.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_processes_race_checkpoints() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (a, b) = sqlite_processes(dir.path());
+    countersign_testkit::gate::replicas_race_checkpoints(a, b).await;
 }
 
 /// Two replicas on one PostgreSQL schema, batched and not, appending at once: one tree.
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn postgres_replicas_grow_one_tree() {
-    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
+    let Some((a, b, url, schema)) = postgres_replicas("gate_tree").await else {
         return;
     };
-    let schema = countersign_testkit::postgres::unique_schema("gate_tree");
-    let a = countersign_gate::store::PostgresStore::connect(&url, &schema)
-        .await
-        .expect("connect");
-    let b = countersign_gate::store::PostgresStore::connect(&url, &schema)
-        .await
-        .expect("connect")
-        .unbatched();
-    countersign_testkit::gate::replicas_grow_one_tree(Arc::new(a), Arc::new(b)).await;
+    countersign_testkit::gate::replicas_grow_one_tree(a, b).await;
+    countersign_testkit::postgres::drop_schema(&url, &schema).await;
+}
+
+/// Two replicas on one PostgreSQL schema, batched and not, issuing checkpoints while they
+/// append: the checkpoint kept only grows.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_replicas_race_checkpoints() {
+    let Some((a, b, url, schema)) = postgres_replicas("gate_ckpt").await else {
+        return;
+    };
+    countersign_testkit::gate::replicas_race_checkpoints(a, b).await;
     countersign_testkit::postgres::drop_schema(&url, &schema).await;
 }

@@ -38,7 +38,8 @@ mod sqlite {
         // Back to v6: no tree.
         sql(
             &db,
-            "DROP TABLE gate_log_hashes; DELETE FROM gate_schema_version WHERE version = 7;",
+            "DROP TABLE gate_log_hashes; DROP TABLE gate_log_checkpoint;
+             DELETE FROM gate_schema_version WHERE version >= 7;",
         );
 
         let store = Arc::new(SqliteStore::open(&db).expect("open v6 file"));

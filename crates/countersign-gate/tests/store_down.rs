@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use countersign_gate::audit::AuditRecord;
 use countersign_gate::store::MemoryStore;
-use countersign_gate::store::{GateStore, Step, TxKeys};
+use countersign_gate::store::{GateStore, Step, StoredCheckpoint, TxKeys};
 use countersign_gate::{Draft, DraftId, Error, Operation, RevisionRecord, StoreFailure};
 use countersign_testkit::gate::{CountingAction, ManualClock, approved, gate};
 
@@ -90,6 +90,17 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.read_hashes(indexes).await
     }
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>, Error> {
+        self.check()?;
+        self.inner.log_checkpoint(origin).await
+    }
+    async fn keep_log_checkpoint(
+        &self,
+        checkpoint: &StoredCheckpoint,
+    ) -> Result<StoredCheckpoint, Error> {
+        self.check()?;
+        self.inner.keep_log_checkpoint(checkpoint).await
+    }
     async fn advance_passkey_counter(
         &self,
         credential: &[u8],
@@ -134,6 +145,50 @@ async fn execute_with_the_store_down_is_refused_and_runs_nothing() {
         .await
         .expect("runs once the store is back");
     assert_eq!(action.calls.load(Ordering::SeqCst), 1);
+}
+
+/// Checkpoints issued in the background meet a store that is down: each round fails, is logged
+/// and tried again, and once the store is back a checkpoint of the grown tree appears. Calls
+/// are never held up by the issuing.
+#[tokio::test]
+async fn background_checkpoints_resume_when_the_store_comes_back() {
+    use countersign_gate::log::LogKey;
+    use countersign_gate::{CheckpointSettings, Gate};
+    const ORIGIN: &str = "test.example/down";
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = dir.path().join("log.key");
+    let key = LogKey::generate(ORIGIN).expect("key");
+    key.write_new(&path).expect("write key");
+    let store = Arc::new(Flaky::default());
+    let g: Arc<Gate> = Arc::new(gate(store.clone(), ManualClock::at(1_764_000_000_000)));
+    store.down.store(true, Ordering::SeqCst);
+    let settings = CheckpointSettings {
+        key: Some(path),
+        origin: Some(ORIGIN.into()),
+        interval: Some(std::time::Duration::from_millis(20)),
+    };
+    let ledger = countersign_replay::LedgerId::random();
+    assert!(settings.start(&g, &ledger).expect("started"));
+    // A few rounds fail against the store that is down.
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_eq!(
+        store.inner.log_checkpoint(ORIGIN).await.expect("read"),
+        None
+    );
+
+    store.down.store(false, Ordering::SeqCst);
+    approved(&g, "publish_post", r#"{"title":"after"}"#).await;
+    let size = g.tree_head().await.expect("head").size;
+    let vkey = key.verifier_key();
+    for _ in 0..500 {
+        if let Some(c) = g.latest_checkpoint(&vkey).await.expect("read")
+            && c.checkpoint().head().size == size
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("no checkpoint of {size} records appeared once the store was back");
 }
 
 #[cfg(feature = "postgres")]

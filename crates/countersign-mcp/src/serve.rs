@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use countersign_canon::Limits;
+use countersign_gate::CheckpointSettings;
 use countersign_gate::approval::Approvers;
 use countersign_gate::policy::{
     PolicyBundle, PolicySignatures, SIGNATURES_FILE, beside, check_signed,
 };
-use countersign_replay::{OpenOptions, StoreUrl, open_ledger};
+use countersign_replay::{LedgerId, OpenOptions, StoreUrl, open_ledger};
 use countersign_token::TokenConfig;
 use rmcp::{ServerHandler, ServiceExt};
 
@@ -44,6 +45,11 @@ pub struct Options {
     /// `--review-url BASE` (else `COUNTERSIGN_REVIEW_URL`): where the review page is reached, so
     /// that announcements of new drafts link to `BASE/review/draft/ID`.
     pub review_url: Option<String>,
+    /// `--log-key FILE`, `--log-origin ORIGIN`, `--checkpoint-interval` (else
+    /// `COUNTERSIGN_LOG_KEY`, `COUNTERSIGN_LOG_ORIGIN`, `COUNTERSIGN_CHECKPOINT_INTERVAL`): the
+    /// server signs a checkpoint of the audit log's tree at most once per interval when it
+    /// grew; without a key (named, or `log.key` in the home folder) none.
+    pub checkpoints: CheckpointSettings,
 }
 
 impl Options {
@@ -71,6 +77,7 @@ impl Options {
         let ledger = open_ledger(&ledger_url, &OpenOptions::default())
             .await
             .map_err(|e| Error::StoreUnavailable(Box::new(e)))?;
+        let tokens_ledger = ledger.id().clone();
         let keys = self.keys.clone();
         let settings = TokenConfig::from_vars(
             |name| match (name, &keys) {
@@ -86,10 +93,26 @@ impl Options {
         let signers = files.approvers.clone().map(|a| (a, ledger.clone()));
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
         let core = Countersign::open_signed(&url, files.text(), Some(confirmer), signers).await?;
+        let store_ledger = self.store_ledger(&url, tokens_ledger).await?;
+        self.checkpoints.start(&core.shared_gate(), &store_ledger)?;
         match &self.review_url {
             Some(base) => core.with_review_url(base),
             None => Ok(core),
         }
+    }
+
+    /// The id of the store's own replay ledger, from which the log's origin is derived when
+    /// none is named: `tokens` when tokens are consumed in the store, else read from the store
+    /// (only when the origin is needed), so every process on the store derives one origin.
+    async fn store_ledger(&self, url: &StoreUrl, tokens: LedgerId) -> Result<LedgerId> {
+        let derives = self.checkpoints.origin.is_none() && self.checkpoints.key_file()?.is_some();
+        if self.ledger.is_none() || !derives {
+            return Ok(tokens);
+        }
+        let ledger = open_ledger(url, &OpenOptions::default())
+            .await
+            .map_err(|e| Error::StoreUnavailable(Box::new(e)))?;
+        Ok(ledger.id().clone())
     }
 
     /// Reads the policy, rules and approvers files again and puts them in force in `core`, as

@@ -12,6 +12,7 @@ use countersign_gate::{ActionCall, ActionError, ActionOutput, ActionPort, Draft,
 use countersign_token::Clock;
 
 mod budgets;
+mod checkpoints;
 mod flows;
 mod log;
 mod people;
@@ -22,6 +23,7 @@ mod rules;
 mod tenancy;
 
 pub use budgets::budget_totals;
+pub use checkpoints::replicas_race_checkpoints;
 pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};

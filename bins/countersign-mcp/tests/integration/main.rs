@@ -4,6 +4,7 @@
 mod common;
 
 mod attacks;
+mod checkpoints;
 mod console;
 mod demo;
 mod guard;

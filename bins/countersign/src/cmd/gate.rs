@@ -26,6 +26,11 @@ pub(crate) struct ReviewArgs {
     /// any free port); the URL is printed on stderr.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = super::web::DEFAULT_ADDR)]
     web: Option<String>,
+    /// With `--web`: time between checkpoints of the audit log's tree, issued when it grew and
+    /// a log key is configured (`--log-key`, or log.key in the home folder); e.g. `30s`, `1m`
+    /// (default 10s).
+    #[arg(long, env = "COUNTERSIGN_CHECKPOINT_INTERVAL", value_name = "DURATION")]
+    checkpoint_interval: Option<String>,
 }
 
 /// Arguments of `countersign show`.
@@ -163,7 +168,7 @@ pub(crate) fn os_user() -> String {
 
 pub(crate) fn review(ctx: &Ctx, args: ReviewArgs) -> Result<Report, Failure> {
     if let Some(addr) = &args.web {
-        return super::web::serve(ctx, addr);
+        return super::web::serve(ctx, addr, args.checkpoint_interval.as_deref());
     }
     block_on(async {
         let gate = open_gate(ctx, empty_policy()?).await?;

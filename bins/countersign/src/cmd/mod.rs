@@ -6,6 +6,7 @@ pub(crate) mod canon;
 pub(crate) mod gate;
 pub(crate) mod keys;
 pub(crate) mod ledger;
+pub(crate) mod log;
 pub(crate) mod policy;
 pub(crate) mod policy_rules;
 pub(crate) mod receipt;

@@ -11,7 +11,7 @@ use countersign_review::{Enrollment, Links, Origin, approvers_line};
 use countersign_review::{LoopbackServer, Review};
 use countersign_token::{Clock, SystemClock};
 
-use countersign_gate::Gate;
+use countersign_gate::{CheckpointSettings, Gate};
 
 use super::gate::{failure, load_policy};
 use super::ledger::{block_on, open as open_ledger, store_url};
@@ -52,12 +52,26 @@ fn io_failure(e: &std::io::Error) -> Failure {
     }
 }
 
-/// `countersign review --web [ADDR]`: serves the page until interrupted.
-pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
+/// `countersign review --web [ADDR]`: serves the page until interrupted, issuing checkpoints
+/// of the audit log's tree every `interval` (default 10 s) when a log key is configured.
+pub(crate) fn serve(ctx: &Ctx, addr: &str, interval: Option<&str>) -> Result<Report, Failure> {
     let addr = address(addr)?;
+    let interval = interval
+        .map(countersign_gate::policy::parse_duration)
+        .transpose()
+        .map_err(|e| Failure::invalid("INVALID_ARGUMENT", format!("--checkpoint-interval: {e}")))?;
+    log_to_stderr();
     block_on(async {
         let (gate, ledger) = signing_gate(ctx).await?;
         let gate = Arc::new(gate);
+        let checkpoints = CheckpointSettings {
+            key: ctx.log_key.clone(),
+            origin: ctx.log_origin.clone(),
+            interval,
+        };
+        checkpoints
+            .start(&gate, ledger.id())
+            .map_err(|e| failure(&e))?;
         let mut review = Review::new(gate.clone());
         // With token keys the page also opens `approvers enroll --origin` links.
         if let Some(keyring) = configured_keyring(ctx)? {
@@ -86,6 +100,19 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str) -> Result<Report, Failure> {
         }
         Ok(Report::text("", serde_json::json!({ "stopped": true })))
     })?
+}
+
+/// The server's own log (the checkpoints it issues, what the page refuses) on stderr, at the
+/// level of `RUST_LOG` (default `warn`).
+fn log_to_stderr() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Only the first call in a process installs one; there is no other.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(filter)
+        .try_init();
 }
 
 /// SIGHUP: the policy and approvers file read again as at start and put in force together,

@@ -30,15 +30,15 @@ struct Flags {
 
 /// The checkpointing thread of one store; stopped and joined when dropped.
 #[derive(Debug)]
-pub(super) struct Checkpointer {
+pub(super) struct WalCheckpointer {
     flags: Arc<Flags>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Checkpointer {
+impl WalCheckpointer {
     /// Starts the thread on a connection of its own to `path`. `None` when that connection
     /// cannot be opened: the automatic checkpoint then does the work, as it always did.
-    pub(super) fn start(path: &Path) -> Option<Checkpointer> {
+    pub(super) fn start(path: &Path) -> Option<WalCheckpointer> {
         let conn = Connection::open(path).ok()?;
         // A checkpoint that would wait is skipped; the next one catches up.
         conn.busy_timeout(Duration::ZERO).ok()?;
@@ -48,7 +48,7 @@ impl Checkpointer {
             .name("countersign-checkpoint".into())
             .spawn(move || run(&conn, &theirs))
             .ok()?;
-        Some(Checkpointer {
+        Some(WalCheckpointer {
             flags,
             thread: Some(thread),
         })
@@ -82,7 +82,7 @@ fn run(conn: &Connection, flags: &Flags) {
     }
 }
 
-impl Drop for Checkpointer {
+impl Drop for WalCheckpointer {
     fn drop(&mut self) {
         self.flags.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {

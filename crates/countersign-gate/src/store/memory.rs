@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use countersign_canon::Principal;
 
 use super::budget::{prune_before, total};
-use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use super::{Commit, GateStore, Snapshot, Step, StoredCheckpoint, TxKeys};
 use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
 use crate::log::{Hash, HashReader, MemoryHashes};
@@ -26,6 +26,8 @@ struct Inner {
     audit: Vec<AuditRecord>,
     /// The audit log's Merkle tree: record `seq` is leaf `seq - 1`.
     tree: MemoryHashes,
+    /// The latest signed checkpoint of each log of the tree, by origin.
+    checkpoints: HashMap<String, StoredCheckpoint>,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
 }
 
@@ -284,6 +286,22 @@ impl GateStore for MemoryStore {
 
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
         self.lock()?.tree.read_hashes(indexes)
+    }
+
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        Ok(self.lock()?.checkpoints.get(origin).cloned())
+    }
+
+    async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+        let mut inner = self.lock()?;
+        let kept = inner
+            .checkpoints
+            .entry(checkpoint.origin.clone())
+            .or_insert_with(|| checkpoint.clone());
+        if kept.size < checkpoint.size {
+            *kept = checkpoint.clone();
+        }
+        Ok(kept.clone())
     }
 
     async fn health(&self) -> Result<()> {

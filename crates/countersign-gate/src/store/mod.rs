@@ -180,6 +180,20 @@ impl Commit {
     }
 }
 
+/// The latest signed checkpoint of one log a store keeps (CONTRACT.md section 11): the log's
+/// origin, the tree size its checkpoint names and the signed note, as written. A store keeps one
+/// per origin and compares sizes, nothing else; the gate trusts a note only once it has opened
+/// it against the log's verifier key and checked it against the stored tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCheckpoint {
+    /// The log's origin, the first line of the note's checkpoint.
+    pub origin: String,
+    /// The tree size the note's checkpoint names.
+    pub size: u64,
+    /// The whole signed note.
+    pub note: String,
+}
+
 /// The decision function a transaction runs between reading and writing.
 pub type Step<'a> = dyn FnMut(Snapshot) -> Commit + Send + 'a;
 
@@ -264,6 +278,24 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`crate::Error::StoreUnavailable`], also when an index holds no hash.
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>>;
+
+    /// The latest signed checkpoint kept of the log `origin`, if any.
+    ///
+    /// Required of every store, wrappers included, like the rest of the log's reads.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>>;
+
+    /// Keeps `checkpoint` as the latest of its log when its size is larger than the kept one's
+    /// (or none is kept), atomically across processes and replicas: a checkpoint of a smaller
+    /// or equal size never replaces the one kept, so of two replicas racing the larger tree
+    /// wins and the first of two equal ones stays. Returns the one kept afterwards —
+    /// `checkpoint`, or the one another process kept, which is at least as large.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint>;
 
     /// Records that the passkey `credential` signed with `counter`, and says whether that
     /// counter moved on from the last one recorded: a counter that does not grow (other than

@@ -1,5 +1,6 @@
 //! The audit log's Merkle tree on every store: the stored tree is the tree of the chain's
-//! records, its proofs verify, and replicas appending together grow one tree.
+//! records, its proofs verify, and replicas appending together grow one tree; the checkpoint
+//! kept of it only grows, also when replicas issue at once.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +21,8 @@ where
 {
     tree_follows_the_chain(make().await).await;
     tiles_are_the_tree_and_bundles_the_chain(make().await).await;
+    super::checkpoints::only_grow(make().await).await;
+    super::checkpoints::refused_when_the_tree_disagrees(make().await).await;
 }
 
 /// The tree `records` make, as the chain holds them.

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use countersign_canon::Principal;
 use countersign_gate::audit::AuditRecord;
-use countersign_gate::store::{Commit, GateStore, Snapshot, Step, TxKeys};
+use countersign_gate::store::{Commit, GateStore, Snapshot, Step, StoredCheckpoint, TxKeys};
 use countersign_gate::{Draft, DraftId, DraftSummary, Operation, Page, Result, RevisionRecord};
 
 /// Around another store: each step runs `copies` more times on the same rows before the run
@@ -79,6 +79,12 @@ impl GateStore for Recording {
     }
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<countersign_gate::log::Hash>> {
         self.inner.read_hashes(indexes).await
+    }
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        self.inner.log_checkpoint(origin).await
+    }
+    async fn keep_log_checkpoint(&self, c: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+        self.inner.keep_log_checkpoint(c).await
     }
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
         self.inner

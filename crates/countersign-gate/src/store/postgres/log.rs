@@ -7,14 +7,18 @@
 //! order the lock serializes them, no round trip to a client falls inside the lock, and a store
 //! written before the table existed (or by a replica of an older build) is caught up by the next
 //! append, as it is at connect.
+//!
+//! The latest signed checkpoint of each log of the tree is its row of `gate_log_checkpoint
+//! (origin, size, note)`, shared by every replica.
 
 use deadpool_postgres::GenericClient;
 
 use super::sql::pg;
 use crate::error::{Error, Result};
 use crate::log::{Hash, stored_size};
+use crate::store::StoredCheckpoint;
 
-/// The table and the two functions, created at connect (see `PostgresStore::create_schema`).
+/// The tables and the two functions, created at connect (see `PostgresStore::create_schema`).
 ///
 /// `gate_log_index(level, n)` is Go's `StoredHashIndex`. `gate_log_sync()` finds the tree's
 /// size from its hash count (a tree of n leaves keeps `2n − popcount(n)` hashes, and leaf n's
@@ -24,6 +28,8 @@ use crate::log::{Hash, stored_size};
 /// hash count no tree has and a gap in the chain, which aborts the transaction.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS {s}.gate_log_hashes (idx BIGINT PRIMARY KEY, hash BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.gate_log_checkpoint (
+    origin TEXT PRIMARY KEY, size BIGINT NOT NULL, note TEXT NOT NULL);
 CREATE OR REPLACE FUNCTION {s}.gate_log_index(lvl INT, n BIGINT) RETURNS BIGINT
 LANGUAGE plpgsql IMMUTABLE STRICT AS $f$
 DECLARE
@@ -122,4 +128,47 @@ pub(super) async fn read(c: &impl GenericClient, s: &str, indexes: &[u64]) -> Re
                 .ok_or_else(|| Error::store(format!("no stored hash at {i}")))
         })
         .collect()
+}
+
+/// The latest signed checkpoint kept of the log `origin`, if any.
+pub(super) async fn checkpoint(
+    c: &impl GenericClient,
+    s: &str,
+    origin: &str,
+) -> Result<Option<StoredCheckpoint>> {
+    let sql = format!("SELECT size, note FROM {s}.gate_log_checkpoint WHERE origin = $1");
+    let Some(row) = c.query_opt(&sql, &[&origin]).await.map_err(pg)? else {
+        return Ok(None);
+    };
+    let size: i64 = row.try_get(0).map_err(pg)?;
+    Ok(Some(StoredCheckpoint {
+        origin: origin.to_owned(),
+        size: u64::try_from(size)
+            .map_err(|_| Error::store("the stored checkpoint's size is negative"))?,
+        note: row.try_get(1).map_err(pg)?,
+    }))
+}
+
+/// Keeps `kept` unless a checkpoint of its log of its size or larger is kept, then reads what
+/// is kept. The upsert is one statement: of two replicas inserting at once, the second waits on
+/// the first's row and then updates it only with a larger size. The read is a statement of its
+/// own, so it sees every commit before it, this one's or a newer replica's.
+pub(super) async fn keep_checkpoint(
+    c: &impl GenericClient,
+    s: &str,
+    kept: &StoredCheckpoint,
+) -> Result<StoredCheckpoint> {
+    let size =
+        i64::try_from(kept.size).map_err(|_| Error::store("checkpoint size out of range"))?;
+    let sql = format!(
+        "INSERT INTO {s}.gate_log_checkpoint AS c (origin, size, note) VALUES ($1, $2, $3)
+         ON CONFLICT (origin) DO UPDATE SET size = EXCLUDED.size, note = EXCLUDED.note
+         WHERE EXCLUDED.size > c.size"
+    );
+    c.execute(&sql, &[&kept.origin, &size, &kept.note])
+        .await
+        .map_err(pg)?;
+    checkpoint(c, s, &kept.origin)
+        .await?
+        .ok_or_else(|| Error::store("the checkpoint kept is gone"))
 }

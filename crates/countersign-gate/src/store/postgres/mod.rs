@@ -23,7 +23,7 @@ use self::rows::{Bound, draft_row, op_row, sealed};
 use self::sql::{BEGIN, DRAFT_COLUMNS, OP_COLUMNS, SCHEMA, Sql, Statements, pg, quote_schema};
 use self::tx::{Ended, OpenTx, ended, in_order, seal_and_commit, writes};
 use super::rows::{principal_to_row, revision_from_row};
-use super::{Commit, GateStore, Snapshot, Step, TxKeys};
+use super::{Commit, GateStore, Snapshot, Step, StoredCheckpoint, TxKeys};
 use crate::audit::{AuditRecord, Unchained};
 use crate::error::{Error, Result};
 use crate::log::Hash;
@@ -434,6 +434,16 @@ impl GateStore for PostgresStore {
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
         let client = self.pool.get().await.map_err(pg)?;
         log::read(&client, &self.s, indexes).await
+    }
+
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        log::checkpoint(&client, &self.s, origin).await
+    }
+
+    async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+        let client = self.pool.get().await.map_err(pg)?;
+        log::keep_checkpoint(&client, &self.s, checkpoint).await
     }
 
     async fn health(&self) -> Result<()> {

@@ -43,6 +43,7 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
         "gate_budget",
         "gate_budget_key",
         "gate_log_hashes",
+        "gate_log_checkpoint",
     ]
     .iter()
     .map(|n| format!("{s}.{n}"))

@@ -1,6 +1,8 @@
 //! The audit log's Merkle tree in SQLite: `gate_log_hashes (idx, hash)` holds the stored hashes
 //! of Go's `tlog` layout, record `seq` of `gate_audit` being leaf `seq - 1`. Written in the
-//! transaction that appends the record, so the tree and the chain commit together.
+//! transaction that appends the record, so the tree and the chain commit together. The latest
+//! signed checkpoint of each log of the tree is its row of `gate_log_checkpoint (origin, size,
+//! note)`.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -8,6 +10,7 @@ use super::db;
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
 use crate::log::{Hash, HashReader, stored_hash_count, stored_hashes, stored_size};
+use crate::store::StoredCheckpoint;
 
 /// Reads stored hashes through one connection (inside its transaction, when there is one).
 pub(super) struct Hashes<'c>(pub(super) &'c Connection);
@@ -108,6 +111,46 @@ pub(super) fn catch_up(conn: &Connection) -> Result<()> {
         append_leaf(conn, leaf, &body)?;
     }
     Ok(())
+}
+
+/// The latest signed checkpoint kept of the log `origin`, if any.
+pub(super) fn checkpoint(conn: &Connection, origin: &str) -> Result<Option<StoredCheckpoint>> {
+    let row: Option<(i64, String)> = conn
+        .prepare_cached("SELECT size, note FROM gate_log_checkpoint WHERE origin = ?1")
+        .map_err(db)?
+        .query_row([origin], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(db)?;
+    row.map(|(size, note)| {
+        let size = u64::try_from(size)
+            .map_err(|_| Error::store("the stored checkpoint's size is negative"))?;
+        Ok(StoredCheckpoint {
+            origin: origin.to_owned(),
+            size,
+            note,
+        })
+    })
+    .transpose()
+}
+
+/// Keeps `c` unless a checkpoint of its log of its size or larger is kept, then reads what is
+/// kept. The upsert is one statement, so two processes writing at once are serialized by the
+/// file's write lock and the larger size wins whichever comes second; the read after it sees
+/// the newest kept, this one or a later one.
+pub(super) fn keep_checkpoint(conn: &Connection, c: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+    conn.prepare_cached(
+        "INSERT INTO gate_log_checkpoint (origin, size, note) VALUES (?1, ?2, ?3)
+         ON CONFLICT (origin) DO UPDATE SET size = excluded.size, note = excluded.note
+         WHERE excluded.size > gate_log_checkpoint.size",
+    )
+    .map_err(db)?
+    .execute(params![
+        c.origin,
+        i64::try_from(c.size).map_err(|_| Error::store("checkpoint size out of range"))?,
+        c.note
+    ])
+    .map_err(db)?;
+    checkpoint(conn, &c.origin)?.ok_or_else(|| Error::store("the checkpoint kept is gone"))
 }
 
 fn index(i: u64) -> Result<i64> {

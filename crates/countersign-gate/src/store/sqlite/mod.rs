@@ -13,12 +13,12 @@ use async_trait::async_trait;
 use countersign_canon::{Digest, Principal};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::checkpoint::{BACKSTOP_PAGES, Checkpointer};
+use super::checkpoint::{BACKSTOP_PAGES, WalCheckpointer};
 use super::phases::{Phase, Phases};
 use super::rows::{
     hidden_to_row, only_state_moved, principal_to_row, revision_from_row, state_to_row,
 };
-use super::{BudgetKey, Commit, GateStore, Snapshot, Step, TxKeys};
+use super::{BudgetKey, Commit, GateStore, Snapshot, Step, StoredCheckpoint, TxKeys};
 use schema::migrate;
 
 mod budget;
@@ -59,7 +59,7 @@ pub struct SqliteStore {
     /// connection is a store other processes no longer share.
     identity: Option<(u64, u64)>,
     /// Runs the WAL checkpoints so that commits only append (`None`: SQLite's own do).
-    checkpoint: Option<Checkpointer>,
+    checkpoint: Option<WalCheckpointer>,
 }
 
 fn db(e: rusqlite::Error) -> Error {
@@ -97,7 +97,7 @@ impl SqliteStore {
             conn: Mutex::new(conn),
             path: path.to_path_buf(),
             identity: file_identity(path).ok(),
-            checkpoint: Checkpointer::start(path),
+            checkpoint: WalCheckpointer::start(path),
         })
     }
 
@@ -464,6 +464,16 @@ impl GateStore for SqliteStore {
     async fn read_hashes(&self, indexes: &[u64]) -> Result<Vec<Hash>> {
         let conn = self.lock()?;
         log::Hashes(&conn).read_hashes(indexes)
+    }
+
+    async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
+        let conn = self.lock()?;
+        log::checkpoint(&conn, origin)
+    }
+
+    async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint> {
+        let conn = self.lock()?;
+        log::keep_checkpoint(&conn, checkpoint)
     }
 
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {

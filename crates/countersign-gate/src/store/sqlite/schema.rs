@@ -133,6 +133,14 @@ const MIGRATE_V7: &str = "
 CREATE TABLE gate_log_hashes (idx INTEGER PRIMARY KEY, hash BLOB NOT NULL);
 ";
 
+/// v8 keeps the latest signed checkpoint of that tree (CONTRACT.md section 11), one row per log
+/// (origin): the tree size its checkpoint names, which decides whether a new one replaces it,
+/// and the signed note as issued, which every process serving the file reads.
+const MIGRATE_V8: &str = "
+CREATE TABLE gate_log_checkpoint (
+    origin TEXT PRIMARY KEY, size INTEGER NOT NULL, note TEXT NOT NULL) WITHOUT ROWID;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -143,6 +151,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, MIGRATE_V5),
     (6, MIGRATE_V6),
     (7, MIGRATE_V7),
+    (8, MIGRATE_V8),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading

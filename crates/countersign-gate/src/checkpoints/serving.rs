@@ -1,0 +1,128 @@
+//! Checkpoints in a serving process: where the log key and the origin come from, and the
+//! background task that issues a checkpoint at most once per interval while the tree grows.
+//!
+//! Issuing is beside the gate, never in a call's way: a call does not wait for a checkpoint,
+//! and a failure to issue one (a store that cannot be reached, a tree that no longer matches
+//! its last checkpoint) is logged and tried again next interval, while calls go on being
+//! decided, each audited as before.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use countersign_replay::LedgerId;
+
+use super::Checkpointer;
+use crate::error::{Error, Result};
+use crate::gate::Gate;
+
+/// Time between checkpoints of a serving process when none is configured.
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The origin of the log of a store, when none is configured: `countersign/` and the id of the
+/// store's replay ledger (`countersign ledger id`), which is made at random with the store and
+/// kept in it. Every process on one store derives the same origin, and two stores never share
+/// one, so a log key made for one store cannot sign another's checkpoints.
+pub fn ledger_origin(ledger: &LedgerId) -> String {
+    format!("countersign/{ledger}")
+}
+
+/// `$HOME_FOLDER/log.key`: the log key file used when none is named.
+///
+/// # Errors
+/// `CONFIG_INVALID` when the home folder cannot be made.
+pub fn default_log_key_path() -> Result<PathBuf> {
+    Ok(countersign_replay::home_dir()
+        .map_err(|e| Error::Config(e.to_string()))?
+        .join("log.key"))
+}
+
+/// How a serving process issues checkpoints: `--log-key`, `--log-origin` and
+/// `--checkpoint-interval`.
+#[derive(Debug, Clone, Default)]
+pub struct CheckpointSettings {
+    /// The log key file (`--log-key`, `COUNTERSIGN_LOG_KEY`); without it,
+    /// [`default_log_key_path`] when that file exists.
+    pub key: Option<PathBuf>,
+    /// The log's origin (`--log-origin`, `COUNTERSIGN_LOG_ORIGIN`); without it,
+    /// [`ledger_origin`] of the store's replay ledger.
+    pub origin: Option<String>,
+    /// Time between checkpoints (`--checkpoint-interval`); without it,
+    /// [`DEFAULT_CHECKPOINT_INTERVAL`].
+    pub interval: Option<Duration>,
+}
+
+impl CheckpointSettings {
+    /// The key file to sign with: the one named, else the default when it exists; `None`
+    /// when there is neither.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the home folder cannot be made.
+    pub fn key_file(&self) -> Result<Option<PathBuf>> {
+        if let Some(key) = &self.key {
+            return Ok(Some(key.clone()));
+        }
+        let default = default_log_key_path()?;
+        Ok(default.exists().then_some(default))
+    }
+
+    /// The log's origin: the one named, else the one derived from `ledger`, the store's
+    /// replay ledger id.
+    pub fn origin(&self, ledger: &LedgerId) -> String {
+        self.origin.clone().unwrap_or_else(|| ledger_origin(ledger))
+    }
+
+    /// Starts issuing checkpoints of `gate`'s tree in the background: one now, then one per
+    /// interval when the tree grew, for as long as the gate lives. Without a key file nothing
+    /// is issued, which is logged once. `ledger` is the id of the store's replay ledger, for
+    /// the origin when none is named.
+    ///
+    /// A key that is named and cannot be used stops the start (fail closed: a server told to
+    /// sign must not serve silently unsigned); a failure while issuing is only logged.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` when the key file cannot be read or is not the origin's, or the
+    /// interval is zero.
+    pub fn start(&self, gate: &Arc<Gate>, ledger: &LedgerId) -> Result<bool> {
+        let Some(path) = self.key_file()? else {
+            tracing::info!(
+                "no log key (--log-key, COUNTERSIGN_LOG_KEY or log.key in the home folder): \
+                 no checkpoints are issued"
+            );
+            return Ok(false);
+        };
+        let interval = self.interval.unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
+        if interval.is_zero() {
+            return Err(Error::Config(
+                "the checkpoint interval must not be zero".into(),
+            ));
+        }
+        let log = Checkpointer::open(&path, &self.origin(ledger))?;
+        tracing::info!(
+            origin = log.origin(),
+            verifier_key = %log.verifier_key(),
+            every_ms = u64::try_from(interval.as_millis()).unwrap_or(u64::MAX),
+            "issuing checkpoints"
+        );
+        let weak = Arc::downgrade(gate);
+        tokio::spawn(issue_every(weak, log, interval));
+        Ok(true)
+    }
+}
+
+/// One checkpoint per tick while the gate lives; a tick missed while one is issued is skipped,
+/// not made up.
+async fn issue_every(gate: Weak<Gate>, log: Checkpointer, interval: Duration) {
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        let Some(gate) = gate.upgrade() else { return };
+        if let Err(e) = gate.checkpoint(&log).await {
+            tracing::warn!(
+                code = e.code().as_str(),
+                "no checkpoint issued; trying again next interval: {e}"
+            );
+        }
+    }
+}
