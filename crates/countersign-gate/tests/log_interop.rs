@@ -2,14 +2,12 @@
 //! (`golang.org/x/mod/sumdb/note` and `sumdb/tlog`), both ways: what Rust makes, Go checks, and
 //! what Go makes, Rust checks.
 //!
-//! The Go program (tests/go/logcheck) builds offline against Debian's packaged sources
-//! (`apt-get install golang-go golang-golang-x-mod-dev`). Where they are missing the test says
-//! it is skipped; with `COUNTERSIGN_TEST_GO_LOG` set (as `.ci/run` does) it fails instead.
+//! The Go program (countersign-testkit's go/logcheck) builds offline against Debian's packaged
+//! sources (`apt-get install golang-go golang-golang-x-mod-dev`). Where they are missing the
+//! test says it is skipped; with `COUNTERSIGN_TEST_GO_LOG` set (as `.ci/run` does) it fails
+//! instead.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -17,82 +15,14 @@ use countersign_gate::log::{
     Checkpoint, Hash, LogKey, MemoryHashes, SignedCheckpoint, VerifierKey, WitnessKey,
     check_record, check_tree, prove_record, prove_tree, record_hash, tree_hash,
 };
+use countersign_testkit::golog::run;
 use serde_json::{Value, json};
 
-const GOPATH: &str = "/usr/share/gocode";
 const ORIGIN: &str = "example.com/countersign-interop";
 
-/// The Go checker, built once for both tests (they run in parallel and would otherwise write
-/// the same binary at once), or `None` after saying why it cannot be (the test is skipped).
+/// The Go checker, or `None` after saying why it cannot be built (the test is skipped).
 fn logcheck() -> Option<PathBuf> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT.get_or_init(build_logcheck).clone()
-}
-
-fn build_logcheck() -> Option<PathBuf> {
-    let required = std::env::var_os("COUNTERSIGN_TEST_GO_LOG").is_some();
-    let gopath = std::env::var("COUNTERSIGN_TEST_GO_LOG")
-        .ok()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| GOPATH.to_owned());
-    let missing = |why: String| {
-        assert!(!required, "COUNTERSIGN_TEST_GO_LOG is set but {why}");
-        eprintln!("skipped: {why} (apt-get install golang-go golang-golang-x-mod-dev)");
-        None
-    };
-    if !Path::new(&gopath)
-        .join("src/golang.org/x/mod/sumdb/note/note.go")
-        .is_file()
-    {
-        return missing(format!("golang.org/x/mod is not under {gopath}"));
-    }
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("go-logcheck");
-    let bin = work.join("logcheck");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/logcheck/main.go");
-    let built = match Command::new("go")
-        .arg("build")
-        .arg("-o")
-        .arg(&bin)
-        .arg(&source)
-        .env("GOPATH", &gopath)
-        .env("GO111MODULE", "off")
-        .env("GOFLAGS", "")
-        .env("GOCACHE", work.join("cache"))
-        .env("GOTOOLCHAIN", "local")
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => return missing(format!("go cannot be run ({e})")),
-    };
-    assert!(
-        built.status.success(),
-        "go build failed: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    Some(bin)
-}
-
-/// Runs `logcheck MODE` with `request`; the answer, or the failure's message.
-fn run(bin: &Path, mode: &str, request: &Value) -> Result<Value, String> {
-    let mut child = Command::new(bin)
-        .arg(mode)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run logcheck");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(request.to_string().as_bytes())
-        .expect("write request");
-    let out = child.wait_with_output().expect("logcheck output");
-    if out.status.success() {
-        Ok(serde_json::from_slice(&out.stdout).expect("logcheck answers JSON"))
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    countersign_testkit::golog::logcheck(Path::new(env!("CARGO_TARGET_TMPDIR")))
 }
 
 fn leaves(n: usize) -> Vec<Vec<u8>> {

@@ -13,6 +13,7 @@ use countersign_token::Clock;
 
 mod budgets;
 mod flows;
+mod history;
 mod log;
 mod people;
 mod races;
@@ -22,6 +23,7 @@ mod rules;
 mod tenancy;
 
 pub use budgets::budget_totals;
+pub use history::LogHistory;
 pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};

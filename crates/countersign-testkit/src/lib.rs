@@ -3,8 +3,9 @@
 //!
 //! Each part that needs a library crate sits behind a feature of that name, so a suite builds
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
-//! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own) and `browser`
-//! (headless Chromium with a virtual passkey authenticator). `timing`, `ssh` (keys made by
+//! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own), `golog` (Go's
+//! reference transparency-log code as a checker) and `browser` (headless Chromium with a
+//! virtual passkey authenticator). `timing`, `ssh` (keys made by
 //! `ssh-keygen`), `policy` (policy text shared by suites and benchmarks) and [`require_env`]
 //! need nothing.
 
@@ -12,6 +13,8 @@
 pub mod browser;
 #[cfg(feature = "gate")]
 pub mod gate;
+#[cfg(feature = "golog")]
+pub mod golog;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod policy;
