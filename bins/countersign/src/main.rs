@@ -70,6 +70,9 @@ enum Command {
     /// Replay-ledger upkeep: gc, integrity check, ledger id.
     #[command(subcommand)]
     Ledger(cmd::ledger::LedgerCommand),
+    /// Witness other operators' transparency logs: cosign their checkpoints over HTTP, or make
+    /// the witness key.
+    Witness(cmd::witness::WitnessArgs),
     /// List pending drafts.
     Review(cmd::gate::ReviewArgs),
     /// Show a draft's manifest and full revision, recomputed from the stored bytes.
@@ -127,6 +130,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Token(command) => cmd::token::run(ctx, command),
         Command::Keys(command) => cmd::keys::run(ctx, command),
         Command::Ledger(command) => cmd::ledger::run(ctx, command),
+        Command::Witness(args) => cmd::witness::run(args),
         Command::Review(args) => cmd::gate::review(ctx, args),
         Command::Show(args) => cmd::gate::show(ctx, args),
         Command::Approve(args) => cmd::gate::approve(ctx, args),

@@ -17,6 +17,7 @@ use countersign_gate::store::{GateStore, MemoryStore};
 use countersign_gate::{Decided, Gate, Proposal, RuledCall};
 
 use countersign_gate::approval::Approvers;
+use countersign_gate::log::VerifierKey;
 use countersign_replay::{Ledger, StoreUrl};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
@@ -78,6 +79,8 @@ pub struct Countersign {
     tool_digests: Arc<ToolDigests>,
     /// Announces new drafts to the policy's `notify` URLs.
     notifier: Notifier,
+    /// The verifier key of the log this process signs checkpoints of, if it signs any.
+    log_key: Option<VerifierKey>,
 }
 
 /// How long a call waits for a person to answer an approval asked inside the host.
@@ -144,6 +147,7 @@ impl Countersign {
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: Arc::default(),
             notifier: Notifier::default(),
+            log_key: None,
         }
     }
 
@@ -178,6 +182,19 @@ impl Countersign {
     pub fn with_review_url(mut self, base: &str) -> Result<Self> {
         self.notifier = self.notifier.with_review_base(base)?;
         Ok(self)
+    }
+
+    /// Names the log this process signs checkpoints of, so its latest checkpoint is served
+    /// with the log (`/log/checkpoint`).
+    #[must_use]
+    pub fn with_log_key(mut self, key: VerifierKey) -> Self {
+        self.log_key = Some(key);
+        self
+    }
+
+    /// The verifier key of the log this process signs checkpoints of, if any.
+    pub fn log_key(&self) -> Option<&VerifierKey> {
+        self.log_key.as_ref()
     }
 
     /// How long a call waits for the answer to an approval asked inside the host.

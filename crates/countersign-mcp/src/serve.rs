@@ -92,9 +92,12 @@ impl Options {
         }
         let signers = files.approvers.clone().map(|a| (a, ledger.clone()));
         let confirmer = Confirmer::new(settings.keyring, settings.config, ledger)?;
-        let core = Countersign::open_signed(&url, files.text(), Some(confirmer), signers).await?;
+        let mut core =
+            Countersign::open_signed(&url, files.text(), Some(confirmer), signers).await?;
         let store_ledger = self.store_ledger(&url, tokens_ledger).await?;
-        self.checkpoints.start(&core.shared_gate(), &store_ledger)?;
+        if let Some(key) = self.checkpoints.start(&core.shared_gate(), &store_ledger)? {
+            core = core.with_log_key(key);
+        }
         match &self.review_url {
             Some(base) => core.with_review_url(base),
             None => Ok(core),

@@ -14,6 +14,7 @@ use countersign_token::Clock;
 mod budgets;
 mod checkpoints;
 mod flows;
+mod history;
 mod log;
 mod people;
 mod races;
@@ -24,6 +25,7 @@ mod tenancy;
 
 pub use budgets::budget_totals;
 pub use checkpoints::replicas_race_checkpoints;
+pub use history::LogHistory;
 pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};

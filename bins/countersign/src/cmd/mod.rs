@@ -13,3 +13,4 @@ pub(crate) mod receipt;
 pub(crate) mod signed;
 pub(crate) mod token;
 pub(crate) mod web;
+pub(crate) mod witness;

@@ -15,6 +15,7 @@ use countersign_replay::LedgerId;
 use super::Checkpointer;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
+use crate::log::VerifierKey;
 
 /// Time between checkpoints of a serving process when none is configured.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
@@ -78,18 +79,19 @@ impl CheckpointSettings {
     /// the origin when none is named.
     ///
     /// A key that is named and cannot be used stops the start (fail closed: a server told to
-    /// sign must not serve silently unsigned); a failure while issuing is only logged.
+    /// sign must not serve silently unsigned); a failure while issuing is only logged. Returns
+    /// the verifier key of the log it signs, if any.
     ///
     /// # Errors
     /// `CONFIG_INVALID` when the key file cannot be read or is not the origin's, or the
     /// interval is zero.
-    pub fn start(&self, gate: &Arc<Gate>, ledger: &LedgerId) -> Result<bool> {
+    pub fn start(&self, gate: &Arc<Gate>, ledger: &LedgerId) -> Result<Option<VerifierKey>> {
         let Some(path) = self.key_file()? else {
             tracing::info!(
                 "no log key (--log-key, COUNTERSIGN_LOG_KEY or log.key in the home folder): \
                  no checkpoints are issued"
             );
-            return Ok(false);
+            return Ok(None);
         };
         let interval = self.interval.unwrap_or(DEFAULT_CHECKPOINT_INTERVAL);
         if interval.is_zero() {
@@ -105,8 +107,9 @@ impl CheckpointSettings {
             "issuing checkpoints"
         );
         let weak = Arc::downgrade(gate);
+        let key = log.verifier_key().clone();
         tokio::spawn(issue_every(weak, log, interval));
-        Ok(true)
+        Ok(Some(key))
     }
 }
 

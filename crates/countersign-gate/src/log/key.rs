@@ -310,6 +310,17 @@ impl VerifierKey {
         Ok(parsed)
     }
 
+    /// Splits a command-line value `THING=VKEY` (`--log ORIGIN=VKEY`, `--witness URL=VKEY`)
+    /// at the `=` after which a verifier key follows. `THING` may itself hold `=` and the key
+    /// ends in base64 padding, so the split is the first after which a whole key parses, its
+    /// key hash included (no wrong split passes that check).
+    pub fn split_flag(text: &str) -> Option<(&str, VerifierKey)> {
+        text.match_indices('=').find_map(|(at, _)| {
+            let key = VerifierKey::parse(&text[at + 1..]).ok()?;
+            Some((&text[..at], key))
+        })
+    }
+
     /// The key's name (for a log key, the log's origin).
     pub fn name(&self) -> &str {
         &self.name

@@ -1,7 +1,8 @@
 //! The transparency log's core (CONTRACT.md section 11): the RFC 6962 Merkle tree over the
 //! audit records, C2SP checkpoints signed as signed notes by the log key, and witness
-//! cosignatures. Nothing here touches a store: a store keeps the hashes [`stored_hashes`]
-//! returns and answers [`HashReader`] reads; everything else is computed from those.
+//! cosignatures. Nothing here touches the gate's store: a store keeps the hashes
+//! [`stored_hashes`] returns and answers [`HashReader`] reads; everything else is computed from
+//! those. The [`witness`] cosigns a log's checkpoints and keeps its own small state.
 
 mod checkpoint;
 mod key;
@@ -10,6 +11,7 @@ mod note;
 mod prefetch;
 mod tiles;
 mod tree;
+pub mod witness;
 
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
 pub use key::{KeyKind, LogKey, VerifierKey, WitnessKey};

@@ -27,7 +27,7 @@ mod postgres;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod rows;
 #[cfg(feature = "sqlite")]
-mod sqlite;
+pub(crate) mod sqlite;
 
 pub use self::budget::{BudgetKey, BudgetKeys, BudgetSpend};
 pub use self::memory::MemoryStore;

@@ -33,10 +33,14 @@ pub(super) async fn resource(
     };
     let gate = core.gate();
     let found = match wanted {
-        LogResource::Checkpoint => gate
-            .latest_checkpoint()
-            .await
-            .map(|c| c.map(|c| c.text().as_bytes().to_vec())),
+        LogResource::Checkpoint => match core.log_key() {
+            Some(key) => gate
+                .latest_checkpoint(key)
+                .await
+                .map(|c| c.map(|c| c.note().as_bytes().to_vec())),
+            // A server that signs nothing serves no checkpoint; the tiles still read.
+            None => Ok(None),
+        },
         LogResource::Tile(at) => gate.log_tile(at).await,
         LogResource::Entries(at) => gate.log_entries(at).await,
     };

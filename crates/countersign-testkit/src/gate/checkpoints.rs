@@ -236,6 +236,9 @@ impl GateStore for Held {
     async fn audit(&self) -> Result<Vec<AuditRecord>> {
         self.inner.audit().await
     }
+    async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
+        self.inner.audit_range(first, count).await
+    }
     async fn tree_size(&self) -> Result<u64> {
         self.inner.tree_size().await
     }

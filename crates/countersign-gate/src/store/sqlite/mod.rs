@@ -120,7 +120,8 @@ fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
     std::fs::metadata(path).map(|_| (0, 0))
 }
 
-fn create_private(path: &Path) -> Result<()> {
+/// Creates `path` (mode 0600) when missing, so a database never appears readable by others.
+pub(crate) fn create_private(path: &Path) -> Result<()> {
     if path.exists() {
         return Ok(());
     }
