@@ -11,6 +11,7 @@ mod guard;
 mod http;
 mod http_limits;
 mod limits;
+mod log_served;
 mod manifest;
 mod matrix;
 mod proxy;

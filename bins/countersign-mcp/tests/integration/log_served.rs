@@ -1,0 +1,112 @@
+//! `countersign-mcp --http --serve-log`: the audit log under `/log/` in the C2SP tlog-tiles
+//! layout, read over a real socket and followed by a monitor from its first entry — the
+//! checkpoint under the log key, every entry against its tile, the tree of the entries against
+//! the checkpoint's root.
+
+use countersign_gate::log::{LogKey, LogResource, Monitor, TileAt};
+use countersign_mcp::demo::DEMO_POLICY;
+use rmcp::model::ProtocolVersion;
+use serde_json::json;
+
+use crate::common::*;
+
+const ORIGIN: &str = "test.example/served-log";
+
+async fn get(server: &HttpProc, path: &str) -> RawReply {
+    raw_request(server.addr, "GET", &format!("/log/{path}"), &[], b"").await
+}
+
+/// Serves `at` and its level-0 tile, as a monitor fetches them.
+async fn bundle(server: &HttpProc, at: TileAt) -> (Vec<u8>, Vec<u8>) {
+    let entries = get(server, &LogResource::Entries(at).path()).await;
+    assert_eq!(entries.status, 200, "{entries:?}");
+    let tile = get(server, &LogResource::Tile(at).path()).await;
+    assert_eq!(tile.status, 200, "{tile:?}");
+    assert_eq!(
+        tile.header("content-type"),
+        Some("application/octet-stream")
+    );
+    assert!(
+        tile.header("cache-control")
+            .is_some_and(|c| c.contains("immutable"))
+    );
+    (entries.body, tile.body)
+}
+
+#[tokio::test]
+async fn a_monitor_follows_the_served_log_from_its_first_entry() {
+    let home = Home::new(DEMO_POLICY);
+    let key_file = home.path().join("log.key");
+    let key = LogKey::generate(ORIGIN).expect("key");
+    key.write_new(&key_file).expect("write key");
+    let server = home
+        .http(&[
+            "--demo",
+            "--http",
+            "127.0.0.1:0",
+            "--serve-log",
+            "--log-key",
+            key_file.to_str().expect("utf-8 path"),
+            "--log-origin",
+            ORIGIN,
+            "--checkpoint-interval",
+            "1s",
+        ])
+        .await;
+    let client = http_session(&server.url(), None, ProtocolVersion::V_2025_11_25)
+        .await
+        .expect("session");
+    for i in 0..3 {
+        let args = json!({"title": format!("served {i}"), "body": "text", "visibility": "public"});
+        let r = call_on(&client, "publish_post", args).await;
+        assert_eq!(code(&r), "APPROVAL_REQUIRED", "{r:?}");
+    }
+
+    // The checkpoint that covers the three proposals, polled (bounded) as it is issued.
+    let mut monitor = Monitor::new(key.verifier_key(), None);
+    let mut opened = None;
+    for _ in 0..300 {
+        let r = get(&server, "checkpoint").await;
+        if r.status == 200 {
+            assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+            let signed = monitor.open(&r.body).expect("signed by the log key");
+            if signed.checkpoint().head().size >= 3 {
+                opened = Some(signed);
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let signed = opened.expect("a checkpoint of the three proposals");
+    let size = signed.checkpoint().head().size;
+    while let Some(at) = monitor.next_bundle(size) {
+        let (entries, tile) = bundle(&server, at).await;
+        monitor
+            .add_bundle(at, &entries, &tile)
+            .expect("entries match");
+    }
+    let head = monitor
+        .settle(&signed)
+        .expect("the checkpoint is the tree of the entries");
+    assert_eq!(head.size, size);
+
+    // What the tree does not hold yet is 404; a path that names nothing is 400; nothing is
+    // written through the log's prefix.
+    assert_eq!(get(&server, "tile/0/000").await.status, 404);
+    assert_eq!(get(&server, "tile/entries/001.p/1").await.status, 404);
+    assert_eq!(get(&server, "tile/0/000.p/0").await.status, 400);
+    assert_eq!(get(&server, "tile/99/000").await.status, 400);
+    assert_eq!(get(&server, "../healthz").await.status, 400);
+    let r = raw_request(server.addr, "POST", "/log/checkpoint", &[], b"x").await;
+    assert_eq!(r.status, 405, "{r:?}");
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn without_serve_log_nothing_is_served_under_log() {
+    let home = Home::new(DEMO_POLICY);
+    let server = home.http(&["--demo", "--http", "127.0.0.1:0"]).await;
+    for path in ["checkpoint", "tile/0/000.p/1", "tile/entries/000.p/1"] {
+        assert_eq!(get(&server, path).await.status, 404, "{path}");
+    }
+}
