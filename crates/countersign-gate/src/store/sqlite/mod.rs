@@ -50,6 +50,10 @@ pub enum Durability {
     Full,
 }
 
+/// Prepared statements kept per connection: room for every statement of the store (about 40
+/// today) and the ones still to come.
+const STATEMENT_CACHE: usize = 128;
+
 /// A gate store in one SQLite file.
 #[derive(Debug)]
 pub struct SqliteStore {
@@ -83,6 +87,9 @@ impl SqliteStore {
         create_private(path)?;
         let mut conn = Connection::open(path).map_err(db)?;
         conn.busy_timeout(Duration::from_secs(5)).map_err(db)?;
+        // Every statement the store runs stays prepared: a cache smaller than the set of them
+        // evicts one statement for another on every transition and parses SQL again each time.
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(db)?;
         let level = match sync {
