@@ -34,7 +34,7 @@ use crate::server::SIZE_CONTENT_TYPE;
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who asks.
-const AGENT: &str = concat!("countersign/", env!("CARGO_PKG_VERSION"));
+pub(crate) const AGENT: &str = concat!("countersign/", env!("CARGO_PKG_VERSION"));
 
 /// The largest answer read: a few cosignature lines.
 const MAX_ANSWER: usize = 64 * 1024;
@@ -332,7 +332,7 @@ struct Received {
 }
 
 /// The client of one witness: HTTP/1 over plain TCP, connections kept alive between requests.
-fn client() -> Client<HttpConnector, Full<Bytes>> {
+pub(crate) fn client() -> Client<HttpConnector, Full<Bytes>> {
     let mut connector = HttpConnector::new();
     connector.set_connect_timeout(Some(ATTEMPT_TIMEOUT));
     connector.set_nodelay(true);

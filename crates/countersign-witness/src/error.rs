@@ -65,6 +65,14 @@ pub enum Error {
         /// What did not hold.
         source: countersign_gate::Error,
     },
+    /// A log being followed could not be read.
+    #[error("the log at {url} cannot be read: {why}")]
+    LogUnreachable {
+        /// The resource's URL.
+        url: String,
+        /// What failed.
+        why: String,
+    },
     /// The consistency proof for the witness could not be made.
     #[error("consistency proof: {0}")]
     Proof(countersign_gate::Error),
@@ -78,7 +86,7 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::Config { .. } => ErrorCode::ConfigInvalid,
-            Error::Unreachable { .. } => ErrorCode::StoreUnavailable,
+            Error::Unreachable { .. } | Error::LogUnreachable { .. } => ErrorCode::StoreUnavailable,
             Error::Refused { status, .. } => match status {
                 400 | 413 => ErrorCode::InvalidArgument,
                 403 => ErrorCode::SignatureInvalid,

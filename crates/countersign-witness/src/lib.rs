@@ -9,6 +9,9 @@
 //! [`countersign_gate::log::witness`]; this crate is its HTTP front ([`WitnessServer`], run by
 //! `countersign witness`) and the log's side of the protocol ([`submit`]).
 //!
+//! A monitor is the other outside party: it reads the log as C2SP `tlog-tiles` ([`LogReader`])
+//! and checks every checkpoint and entry ([`follow_once`], run by `countersign log monitor`).
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //!
@@ -31,10 +34,12 @@
 
 mod client;
 mod error;
+mod follow;
 mod server;
 
 pub use crate::client::{Cosignature, Prover, WitnessEndpoint, submit};
 pub use crate::error::{Error, Result};
+pub use crate::follow::{LogReader, follow_once};
 pub use crate::server::{
     BODY_TIMEOUT, Body, MAX_BODY, SIZE_CONTENT_TYPE, WitnessServer, WitnessService,
 };

@@ -1,5 +1,6 @@
-//! `countersign log key new|show` and `countersign log checkpoint`: the transparency log's key
-//! and its checkpoints (CONTRACT.md section 11).
+//! `countersign log key new|show`, `countersign log checkpoint` and `countersign log monitor`:
+//! the transparency log's key, its checkpoints, and following it from outside (CONTRACT.md
+//! section 11).
 //!
 //! The key file is `--log-key`/`COUNTERSIGN_LOG_KEY`, else `log.key` in the home folder; the
 //! log's origin is `--log-origin`/`COUNTERSIGN_LOG_ORIGIN`, else the one derived from the
@@ -23,6 +24,10 @@ pub(crate) enum LogCommand {
     /// Sign the tree as a checkpoint when it grew past the one kept, keep it in the store, and
     /// print the signed note (the one kept when the tree did not grow).
     Checkpoint,
+    /// Follow a log served in the C2SP tlog-tiles layout: every checkpoint signed by the log key
+    /// of the trust file, every entry hashing to its leaf, every tree holding the last one seen;
+    /// exits 1 naming the first inconsistency.
+    Monitor(super::log_monitor::MonitorArgs),
 }
 
 /// Subcommands of `countersign log key`.
@@ -58,6 +63,7 @@ pub(crate) fn run(ctx: &Ctx, command: LogCommand) -> Result<Report, Failure> {
         }
         LogCommand::Key(KeyCommand::Show { file }) => show_key(&key_path(ctx, file)?),
         LogCommand::Checkpoint => checkpoint(ctx),
+        LogCommand::Monitor(args) => super::log_monitor::run(args),
     }
 }
 

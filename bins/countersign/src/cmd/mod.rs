@@ -7,6 +7,7 @@ pub(crate) mod gate;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod log;
+pub(crate) mod log_monitor;
 pub(crate) mod policy;
 pub(crate) mod policy_rules;
 pub(crate) mod receipt;

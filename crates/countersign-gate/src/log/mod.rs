@@ -11,6 +11,7 @@ mod note;
 mod prefetch;
 mod tiles;
 mod tree;
+mod trust;
 pub mod witness;
 
 pub use checkpoint::{Checkpoint, SignedCheckpoint};
@@ -24,3 +25,4 @@ pub use tree::{
     node_hash, prove_record, prove_tree, record_hash, stored_hash_count, stored_hash_index,
     stored_hashes, stored_hashes_for_leaf, stored_size, tree_hash,
 };
+pub use trust::Trust;
