@@ -68,6 +68,7 @@ mod gated;
 pub mod http;
 mod notify;
 mod output;
+mod policy_text;
 mod port;
 mod protocol_version;
 pub mod proxy;
@@ -82,12 +83,11 @@ mod upkeep;
 
 pub use crate::check::check_policy;
 pub use crate::confirm::Confirmer;
-pub use crate::core::{
-    Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan, PolicyText, read_policy, read_rules,
-};
+pub use crate::core::{Countersign, DEFAULT_ELICITATION_TIMEOUT, Plan};
 pub use crate::countersign_tools::{EXECUTE, LIST, REVISE, STATUS};
 pub use crate::error::{Error, ErrorCode, Result, ShownDraft};
 pub use crate::gated::{Gated, principal};
+pub use crate::policy_text::{PolicyText, read_policy, read_rules};
 pub use crate::port::{HandlerPort, NOT_SENT};
 pub use crate::serve::{
     Options, default_policy_path, reload_on_hangup, serve_stdio, serve_stdio_with,

@@ -17,8 +17,9 @@ use countersign_token::TokenConfig;
 use rmcp::{ServerHandler, ServiceExt};
 
 use crate::confirm::Confirmer;
-use crate::core::{Countersign, PolicyText, read_policy, read_rules};
+use crate::core::Countersign;
 use crate::error::{Error, Result};
+use crate::policy_text::{PolicyText, read_policy, read_rules};
 use crate::transport::GuardedTransport;
 
 /// Where the gate keeps its state and which policy and keys it uses.
