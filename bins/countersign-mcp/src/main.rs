@@ -114,6 +114,16 @@ struct Cli {
     /// 10s).
     #[arg(long, env = "COUNTERSIGN_CHECKPOINT_INTERVAL", value_name = "DURATION")]
     checkpoint_interval: Option<String>,
+    /// A witness each new checkpoint is submitted to, as `URL=VKEY` (its submission prefix and
+    /// its verifier key); repeatable. A witness that does not cosign is logged, never a reason
+    /// to refuse a call. Needs a log key.
+    #[arg(
+        long = "witness",
+        env = "COUNTERSIGN_WITNESSES",
+        value_delimiter = ',',
+        value_name = "URL=VKEY"
+    )]
+    witnesses: Vec<String>,
     /// The upstream command and its arguments.
     #[arg(last = true)]
     command: Vec<String>,
@@ -212,6 +222,14 @@ async fn run(cli: Cli) -> Result<(), Error> {
         .map_err(|e| {
             Error::invalid_argument("INVALID_ARGUMENT", format!("--checkpoint-interval: {e}"))
         })?;
+    let witnesses = match cli.witnesses.as_slice() {
+        [] => None,
+        flags => {
+            let w = countersign_witness::Witnesses::parse(flags)
+                .map_err(|e| Error::Config(format!("--witness: {e}")))?;
+            Some(Arc::new(w) as Arc<dyn countersign_gate::Cosigning>)
+        }
+    };
     let options = Options {
         store: cli.store,
         ledger: cli.ledger,
@@ -225,6 +243,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
             key: cli.log_key,
             origin: cli.log_origin,
             interval,
+            witnesses,
         },
     };
     if cli.demo {

@@ -49,6 +49,17 @@ struct Cli {
         value_name = "ORIGIN"
     )]
     log_origin: Option<String>,
+    /// A witness that cosigns the log's checkpoints, as `URL=VKEY` (its submission prefix and
+    /// its verifier key); repeatable. Used where checkpoints are issued: `review --web`,
+    /// `log checkpoint`, `receipt DRAFT`.
+    #[arg(
+        long = "witness",
+        global = true,
+        env = "COUNTERSIGN_WITNESSES",
+        value_delimiter = ',',
+        value_name = "URL=VKEY"
+    )]
+    witnesses: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -117,6 +128,7 @@ fn main() -> ExitCode {
         approvers: cli.approvers,
         log_key: cli.log_key,
         log_origin: cli.log_origin,
+        witnesses: cli.witnesses,
     };
     let result = run(&ctx, cli.command);
     output::finish(&ctx, result)

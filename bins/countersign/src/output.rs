@@ -21,6 +21,8 @@ pub(crate) struct Ctx {
     pub(crate) approvers: Option<PathBuf>,
     pub(crate) log_key: Option<PathBuf>,
     pub(crate) log_origin: Option<String>,
+    /// `--witness URL=VKEY`, as given.
+    pub(crate) witnesses: Vec<String>,
 }
 
 /// The contract's exit status for a failure of `class` (CONTRACT.md section 5).

@@ -109,8 +109,8 @@ pub use crate::action::{
     ActionCall, ActionError, ActionFuture, ActionOutput, ActionPort, FailureKind, FnAction,
 };
 pub use crate::checkpoints::{
-    CheckpointSettings, Checkpointer, DEFAULT_CHECKPOINT_INTERVAL, Issued, default_log_key_path,
-    ledger_origin,
+    CheckpointSettings, Checkpointer, Cosigning, DEFAULT_CHECKPOINT_INTERVAL, Issued,
+    default_log_key_path, ledger_origin,
 };
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Gate, MAX_PAGE};

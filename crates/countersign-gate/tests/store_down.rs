@@ -101,6 +101,14 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.keep_log_checkpoint(checkpoint).await
     }
+    async fn cosign_log_checkpoint(
+        &self,
+        kept: &StoredCheckpoint,
+        note: &str,
+    ) -> Result<bool, Error> {
+        self.check()?;
+        self.inner.cosign_log_checkpoint(kept, note).await
+    }
     async fn advance_passkey_counter(
         &self,
         credential: &[u8],
@@ -166,6 +174,7 @@ async fn background_checkpoints_resume_when_the_store_comes_back() {
         key: Some(path),
         origin: Some(ORIGIN.into()),
         interval: Some(std::time::Duration::from_millis(20)),
+        ..CheckpointSettings::default()
     };
     let ledger = countersign_replay::LedgerId::random();
     assert!(settings.start(&g, &ledger).expect("started").is_some());

@@ -13,6 +13,7 @@ use countersign_token::Clock;
 
 mod budgets;
 mod checkpoints;
+mod cosigned;
 mod flows;
 mod history;
 mod log;

@@ -36,6 +36,7 @@ mod client;
 mod error;
 mod follow;
 mod server;
+mod witnesses;
 
 pub use crate::client::{Cosignature, Prover, WitnessEndpoint, submit};
 pub use crate::error::{Error, Result};
@@ -43,3 +44,4 @@ pub use crate::follow::{LogReader, follow_once};
 pub use crate::server::{
     BODY_TIMEOUT, Body, MAX_BODY, SIZE_CONTENT_TYPE, WitnessServer, WitnessService,
 };
+pub use crate::witnesses::{Witnessed, Witnesses};

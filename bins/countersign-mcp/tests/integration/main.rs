@@ -24,3 +24,4 @@ mod revisions;
 mod rules;
 mod signed;
 mod third_party;
+mod witnessed;

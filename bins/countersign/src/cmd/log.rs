@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use countersign_gate::log::LogKey;
 use countersign_gate::{Checkpointer, default_log_key_path, ledger_origin};
+use countersign_witness::Witnesses;
 
 use super::gate::{empty_policy, failure, open_gate};
 use super::ledger::{block_on, open as open_ledger, store_url};
@@ -21,8 +22,9 @@ pub(crate) enum LogCommand {
     /// Make the log key, or print its verifier key.
     #[command(subcommand)]
     Key(KeyCommand),
-    /// Sign the tree as a checkpoint when it grew past the one kept, keep it in the store, and
-    /// print the signed note (the one kept when the tree did not grow).
+    /// Sign the tree as a checkpoint when it grew past the one kept, keep it in the store, have
+    /// the witnesses (--witness) cosign it, and print the signed note (the one kept when the
+    /// tree did not grow), with the cosignatures kept.
     Checkpoint,
     /// Follow a log served in the C2SP tlog-tiles layout: every checkpoint signed by the log key
     /// of the trust file, every entry hashing to its leaf, every tree holding the last one seen;
@@ -75,6 +77,16 @@ fn key_path(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<PathBuf, Failure> {
     }
 }
 
+/// The witnesses named with `--witness`, if any.
+pub(crate) fn witnesses(ctx: &Ctx) -> Result<Option<Witnesses>, Failure> {
+    if ctx.witnesses.is_empty() {
+        return Ok(None);
+    }
+    Witnesses::parse(&ctx.witnesses)
+        .map(Some)
+        .map_err(|e| Failure::invalid("CONFIG_INVALID", format!("--witness: {e}")))
+}
+
 /// The origin of the store's log when none is named: from its replay ledger's id.
 fn derived_origin(ctx: &Ctx) -> Result<String, Failure> {
     let url = store_url(ctx)?;
@@ -114,12 +126,29 @@ fn checkpoint(ctx: &Ctx) -> Result<Report, Failure> {
         None => derived_origin(ctx)?,
     };
     let log = Checkpointer::open(&path, &origin).map_err(|e| failure(&e))?;
-    let issued = block_on(async {
+    let witnesses = witnesses(ctx)?;
+    let (issued, round) = block_on(async {
         let gate = open_gate(ctx, empty_policy()?).await?;
-        gate.checkpoint(&log).await.map_err(|e| failure(&e))
+        let issued = gate.checkpoint(&log).await.map_err(|e| failure(&e))?;
+        let round = match &witnesses {
+            Some(w) => Some(
+                w.witness(&gate, log.verifier_key(), issued.checkpoint())
+                    .await,
+            ),
+            None => None,
+        };
+        Ok::<_, Failure>((issued, round))
     })??;
-    let signed = issued.checkpoint();
+    let signed = round
+        .as_ref()
+        .and_then(|r| r.checkpoint.as_ref())
+        .unwrap_or(issued.checkpoint());
     let head = signed.checkpoint().head();
+    let failed: Vec<_> = round
+        .iter()
+        .flat_map(|r| &r.failed)
+        .map(|(name, e)| serde_json::json!({ "witness": name, "code": e.code().as_str(), "message": e.to_string() }))
+        .collect();
     Ok(Report {
         human: signed.note().as_bytes().to_vec(),
         json: serde_json::json!({
@@ -129,6 +158,8 @@ fn checkpoint(ctx: &Ctx) -> Result<Report, Failure> {
             "root": head.root.to_string(),
             "signed": issued.signed(),
             "verifier_key": log.verifier_key().to_string(),
+            "cosigned_by": round.as_ref().map(|r| r.cosigned.clone()).unwrap_or_default(),
+            "witnesses_failed": failed,
         }),
         exit: 0,
     })

@@ -68,6 +68,8 @@ pub(crate) fn serve(ctx: &Ctx, addr: &str, interval: Option<&str>) -> Result<Rep
             key: ctx.log_key.clone(),
             origin: ctx.log_origin.clone(),
             interval,
+            witnesses: super::log::witnesses(ctx)?
+                .map(|w| Arc::new(w) as Arc<dyn countersign_gate::Cosigning>),
         };
         checkpoints
             .start(&gate, ledger.id())

@@ -18,8 +18,11 @@ use crate::store::StoredCheckpoint;
 
 mod serving;
 
+/// How many times cosignatures are merged into a kept note that other processes keep changing.
+const COSIGN_ROUNDS: usize = 8;
+
 pub use serving::{
-    CheckpointSettings, DEFAULT_CHECKPOINT_INTERVAL, default_log_key_path, ledger_origin,
+    CheckpointSettings, Cosigning, DEFAULT_CHECKPOINT_INTERVAL, default_log_key_path, ledger_origin,
 };
 
 /// The log key of one log, checked against the origin its checkpoints carry: what
@@ -167,6 +170,50 @@ impl Gate {
             Some(stored) => self.opened(&stored, log).await.map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Adds witnesses' cosignature lines (each with the witness's verifier key, checked
+    /// against it) to the kept checkpoint of the log `log` when it is still the checkpoint of
+    /// `size` leaves that the witnesses cosigned, and returns it with them. Cosignatures another
+    /// process added meanwhile stay. `None` when a newer checkpoint is kept by now: the
+    /// cosignatures are of a checkpoint the log has moved past, and the newer one is witnessed
+    /// in its turn.
+    ///
+    /// # Errors
+    /// `SIGNATURE_INVALID` when a line is not its witness's valid cosignature of the kept
+    /// checkpoint, or the kept note is not `log`'s; `STORE_TAMPERED`, `STORE_UNAVAILABLE` as
+    /// [`Gate::latest_checkpoint`].
+    pub async fn keep_cosignatures(
+        &self,
+        log: &VerifierKey,
+        size: u64,
+        cosignatures: &[(&VerifierKey, &str)],
+    ) -> Result<Option<SignedCheckpoint>> {
+        // Each round either writes or sees another writer's change; replicas adding their own
+        // witnesses' lines at once settle within a few rounds.
+        for _ in 0..COSIGN_ROUNDS {
+            let Some(stored) = self.store.log_checkpoint(log.name()).await? else {
+                return Ok(None);
+            };
+            if stored.size != size {
+                return Ok(None);
+            }
+            let mut signed = self.opened(&stored, log).await?;
+            for (witness, line) in cosignatures {
+                signed.add_cosignature(line, witness)?;
+            }
+            if signed.note() == stored.note
+                || self
+                    .store
+                    .cosign_log_checkpoint(&stored, signed.note())
+                    .await?
+            {
+                return Ok(Some(signed));
+            }
+        }
+        Err(Error::store(
+            "the kept checkpoint kept changing while cosignatures were added",
+        ))
     }
 
     async fn opened(

@@ -6,7 +6,9 @@
 //! its last checkpoint) is logged and tried again next interval, while calls go on being
 //! decided, each audited as before.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use countersign_replay::LedgerId;
 use super::Checkpointer;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
-use crate::log::VerifierKey;
+use crate::log::{SignedCheckpoint, VerifierKey};
 
 /// Time between checkpoints of a serving process when none is configured.
 pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(10);
@@ -38,8 +40,24 @@ pub fn default_log_key_path() -> Result<PathBuf> {
         .join("log.key"))
 }
 
-/// How a serving process issues checkpoints: `--log-key`, `--log-origin` and
-/// `--checkpoint-interval`.
+/// Has each checkpoint a serving process issues cosigned: its witnesses (`--witness`).
+/// `countersign-witness` implements it over C2SP `tlog-witness`; it sits behind a trait so
+/// the gate does not speak HTTP.
+pub trait Cosigning: std::fmt::Debug + Send + Sync {
+    /// Asks the witnesses to cosign `checkpoint` of the log whose key is `log`, and keeps the
+    /// cosignatures given with the checkpoint the store keeps
+    /// ([`Gate::keep_cosignatures`]). Returns whether every witness cosigned; a witness that
+    /// did not is the implementation's to log, never a reason to stop the log.
+    fn cosign<'a>(
+        &'a self,
+        gate: &'a Gate,
+        log: &'a VerifierKey,
+        checkpoint: &'a SignedCheckpoint,
+    ) -> Pin<Box<dyn Future<Output = bool> + Send + 'a>>;
+}
+
+/// How a serving process issues checkpoints: `--log-key`, `--log-origin`,
+/// `--checkpoint-interval` and `--witness`.
 #[derive(Debug, Clone, Default)]
 pub struct CheckpointSettings {
     /// The log key file (`--log-key`, `COUNTERSIGN_LOG_KEY`); without it,
@@ -51,6 +69,9 @@ pub struct CheckpointSettings {
     /// Time between checkpoints (`--checkpoint-interval`); without it,
     /// [`DEFAULT_CHECKPOINT_INTERVAL`].
     pub interval: Option<Duration>,
+    /// The witnesses each new checkpoint is submitted to; without them checkpoints are only
+    /// signed and kept.
+    pub witnesses: Option<Arc<dyn Cosigning>>,
 }
 
 impl CheckpointSettings {
@@ -87,6 +108,14 @@ impl CheckpointSettings {
     /// interval is zero.
     pub fn start(&self, gate: &Arc<Gate>, ledger: &LedgerId) -> Result<Option<VerifierKey>> {
         let Some(path) = self.key_file()? else {
+            if self.witnesses.is_some() {
+                return Err(Error::Config(
+                    "witnesses are named (--witness) but there is no log key to sign the \
+                     checkpoints they would cosign (--log-key, COUNTERSIGN_LOG_KEY or log.key \
+                     in the home folder)"
+                        .into(),
+                ));
+            }
             tracing::info!(
                 "no log key (--log-key, COUNTERSIGN_LOG_KEY or log.key in the home folder): \
                  no checkpoints are issued"
@@ -108,24 +137,41 @@ impl CheckpointSettings {
         );
         let weak = Arc::downgrade(gate);
         let key = log.verifier_key().clone();
-        tokio::spawn(issue_every(weak, log, interval));
+        tokio::spawn(issue_every(weak, log, interval, self.witnesses.clone()));
         Ok(Some(key))
     }
 }
 
 /// One checkpoint per tick while the gate lives; a tick missed while one is issued is skipped,
-/// not made up.
-async fn issue_every(gate: Weak<Gate>, log: Checkpointer, interval: Duration) {
+/// not made up. Each checkpoint signed goes to the witnesses; the one kept at start, and one
+/// some witness did not cosign, go again at the next tick until all have, since a witness that
+/// was down must not leave the log unwitnessed until it next grows.
+async fn issue_every(
+    gate: Weak<Gate>,
+    log: Checkpointer,
+    interval: Duration,
+    witnesses: Option<Arc<dyn Cosigning>>,
+) {
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut uncosigned = true;
     loop {
         ticks.tick().await;
         let Some(gate) = gate.upgrade() else { return };
-        if let Err(e) = gate.checkpoint(&log).await {
-            tracing::warn!(
+        match gate.checkpoint(&log).await {
+            Ok(issued) => {
+                if let Some(witnesses) = &witnesses
+                    && (issued.signed() || uncosigned)
+                {
+                    uncosigned = !witnesses
+                        .cosign(&gate, log.verifier_key(), issued.checkpoint())
+                        .await;
+                }
+            }
+            Err(e) => tracing::warn!(
                 code = e.code().as_str(),
                 "no checkpoint issued; trying again next interval: {e}"
-            );
+            ),
         }
     }
 }

@@ -304,6 +304,17 @@ impl GateStore for MemoryStore {
         Ok(kept.clone())
     }
 
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool> {
+        let mut inner = self.lock()?;
+        match inner.checkpoints.get_mut(&kept.origin) {
+            Some(now) if now == kept => {
+                note.clone_into(&mut now.note);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     async fn health(&self) -> Result<()> {
         self.lock().map(drop)
     }

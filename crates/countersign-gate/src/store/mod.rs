@@ -297,6 +297,16 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn keep_log_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<StoredCheckpoint>;
 
+    /// Replaces the note of the kept checkpoint `kept` with `note` — the same checkpoint with
+    /// more cosignatures — only while `kept` is still what the store keeps for its log (same
+    /// size and note), atomically across processes and replicas. Returns whether it replaced
+    /// it: `false` when another process kept a newer checkpoint or other cosignatures first,
+    /// and the caller reads the kept one again.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool>;
+
     /// Records that the passkey `credential` signed with `counter`, and says whether that
     /// counter moved on from the last one recorded: a counter that does not grow (other than
     /// 0 from an authenticator that keeps none) means a copy of the passkey signs elsewhere

@@ -212,6 +212,9 @@ impl GateStore for Held {
     async fn log_checkpoint(&self, origin: &str) -> Result<Option<StoredCheckpoint>> {
         self.inner.log_checkpoint(origin).await
     }
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool> {
+        self.inner.cosign_log_checkpoint(kept, note).await
+    }
     async fn transact(&self, keys: &TxKeys<'_>, step: &mut Step<'_>) -> Result<Vec<AuditRecord>> {
         self.inner.transact(keys, step).await
     }
@@ -295,7 +298,7 @@ async fn the_stale_one_loses(a: Arc<dyn GateStore>, b: Arc<dyn GateStore>, key: 
 /// issuing checkpoints with one log key: a replica whose checkpoint is overtaken before it is
 /// kept answers with the newer one; appending and issuing at once, each one's answers never
 /// go back, a watcher never sees the kept checkpoint shrink, and at the end both read the
-/// checkpoint of the whole tree.
+/// checkpoint of the whole tree; witnesses' cosignatures both add at once are all kept.
 ///
 /// # Panics
 /// When a checkpoint answered or kept is smaller than one before it, or the two disagree.
@@ -384,4 +387,5 @@ pub async fn replicas_race_checkpoints(a: Arc<dyn GateStore>, b: Arc<dyn GateSto
         ga.latest_checkpoint(&vkey).await.expect("read"),
         gb.latest_checkpoint(&vkey).await.expect("read")
     );
+    super::cosigned::replicas_cosign_at_once(ga, gb, &vkey, last.checkpoint()).await;
 }

@@ -23,6 +23,7 @@ where
     tiles_are_the_tree_and_bundles_the_chain(make().await).await;
     super::checkpoints::only_grow(make().await).await;
     super::checkpoints::refused_when_the_tree_disagrees(make().await).await;
+    super::cosigned::cosignatures_are_kept(make().await).await;
 }
 
 /// The tree `records` make, as the chain holds them.

@@ -86,6 +86,9 @@ impl GateStore for Recording {
     async fn keep_log_checkpoint(&self, c: &StoredCheckpoint) -> Result<StoredCheckpoint> {
         self.inner.keep_log_checkpoint(c).await
     }
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool> {
+        self.inner.cosign_log_checkpoint(kept, note).await
+    }
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
         self.inner
             .advance_passkey_counter(credential, counter)

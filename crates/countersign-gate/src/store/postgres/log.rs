@@ -172,3 +172,25 @@ pub(super) async fn keep_checkpoint(
         .await?
         .ok_or_else(|| Error::store("the checkpoint kept is gone"))
 }
+
+/// Replaces the note of `kept` with `note` while `kept` is still the row of its log: one
+/// statement, so a newer checkpoint or other cosignatures a replica wrote meanwhile are never
+/// lost.
+pub(super) async fn cosign_checkpoint(
+    c: &impl GenericClient,
+    s: &str,
+    kept: &StoredCheckpoint,
+    note: &str,
+) -> Result<bool> {
+    let size =
+        i64::try_from(kept.size).map_err(|_| Error::store("checkpoint size out of range"))?;
+    let sql = format!(
+        "UPDATE {s}.gate_log_checkpoint SET note = $4
+         WHERE origin = $1 AND size = $2 AND note = $3"
+    );
+    let changed = c
+        .execute(&sql, &[&kept.origin, &size, &kept.note, &note])
+        .await
+        .map_err(pg)?;
+    Ok(changed == 1)
+}

@@ -299,6 +299,11 @@ impl GateStore for PostgresStore {
         log::keep_checkpoint(&client, &self.s, checkpoint).await
     }
 
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool> {
+        let client = self.pool.get().await.map_err(pg)?;
+        log::cosign_checkpoint(&client, &self.s, kept, note).await
+    }
+
     async fn health(&self) -> Result<()> {
         let client = self.pool.get().await.map_err(pg)?;
         let sql = format!("SELECT 1 FROM {}.gate_audit WHERE seq < 0", self.s);

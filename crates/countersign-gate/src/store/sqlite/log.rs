@@ -153,6 +153,29 @@ pub(super) fn keep_checkpoint(conn: &Connection, c: &StoredCheckpoint) -> Result
     checkpoint(conn, &c.origin)?.ok_or_else(|| Error::store("the checkpoint kept is gone"))
 }
 
+/// Replaces the note of `kept` with `note` while `kept` is still the row of its log: one
+/// statement, so a newer checkpoint or other cosignatures written meanwhile are never lost.
+pub(super) fn cosign_checkpoint(
+    conn: &Connection,
+    kept: &StoredCheckpoint,
+    note: &str,
+) -> Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "UPDATE gate_log_checkpoint SET note = ?4
+             WHERE origin = ?1 AND size = ?2 AND note = ?3",
+        )
+        .map_err(db)?
+        .execute(params![
+            kept.origin,
+            i64::try_from(kept.size).map_err(|_| Error::store("checkpoint size out of range"))?,
+            kept.note,
+            note
+        ])
+        .map_err(db)?;
+    Ok(changed == 1)
+}
+
 fn index(i: u64) -> Result<i64> {
     i64::try_from(i).map_err(|_| Error::store("stored hash index out of range"))
 }

@@ -314,6 +314,11 @@ impl GateStore for SqliteStore {
         log::keep_checkpoint(&conn, checkpoint)
     }
 
+    async fn cosign_log_checkpoint(&self, kept: &StoredCheckpoint, note: &str) -> Result<bool> {
+        let conn = self.lock()?;
+        log::cosign_checkpoint(&conn, kept, note)
+    }
+
     async fn advance_passkey_counter(&self, credential: &[u8], counter: u32) -> Result<bool> {
         let conn = self.lock()?;
         let key = hex::encode(credential);
