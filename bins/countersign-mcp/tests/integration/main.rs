@@ -12,6 +12,7 @@ mod http;
 mod http_limits;
 mod limits;
 mod log_served;
+mod log_tampered;
 mod manifest;
 mod matrix;
 mod proxy;

@@ -17,17 +17,17 @@ use tokio::sync::oneshot;
 
 use crate::common::*;
 
-const ORIGIN: &str = "test.example/witnessed-log";
+pub(crate) const ORIGIN: &str = "test.example/witnessed-log";
 
 /// A witness served in this process on `addr`, stopped when the sender is dropped or fired.
-struct RunningWitness {
-    addr: SocketAddr,
+pub(crate) struct RunningWitness {
+    pub(crate) addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     done: tokio::task::JoinHandle<()>,
 }
 
 impl RunningWitness {
-    async fn start(
+    pub(crate) async fn start(
         addr: SocketAddr,
         key: &std::path::Path,
         log: &VerifierKey,
@@ -54,7 +54,7 @@ impl RunningWitness {
         }
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -64,7 +64,7 @@ impl RunningWitness {
 
 /// The served checkpoint once it covers `size` leaves and, when `cosigned`, carries the
 /// witness's valid cosignature (at most 30 s).
-async fn served(
+pub(crate) async fn served(
     server: &HttpProc,
     log: &VerifierKey,
     witness: &VerifierKey,
@@ -92,10 +92,31 @@ async fn served(
     );
 }
 
-async fn propose(server: &HttpProc, titles: std::ops::Range<usize>) {
+/// `countersign-mcp --demo --http --serve-log` in `home`, signing with `key_file` every
+/// second and submitting to the witness `witness` (`URL=VKEY`).
+pub(crate) async fn serve(home: &Home, key_file: &std::path::Path, witness: &str) -> HttpProc {
+    home.http(&[
+        "--demo",
+        "--http",
+        "127.0.0.1:0",
+        "--serve-log",
+        "--log-key",
+        key_file.to_str().expect("utf-8 path"),
+        "--log-origin",
+        ORIGIN,
+        "--checkpoint-interval",
+        "1s",
+        "--witness",
+        witness,
+    ])
+    .await
+}
+
+pub(crate) async fn propose(server: &HttpProc, titles: std::ops::Range<usize>) -> Vec<String> {
     let client = http_session(&server.url(), None, ProtocolVersion::V_2025_11_25)
         .await
         .expect("session");
+    let mut drafts = Vec::new();
     for i in titles {
         let args =
             json!({"title": format!("witnessed {i}"), "body": "text", "visibility": "public"});
@@ -106,9 +127,13 @@ async fn propose(server: &HttpProc, titles: std::ops::Range<usize>) {
             .as_ref()
             .and_then(|s| s.get("draft_id"))
             .and_then(|d| d.as_str());
-        assert!(draft.is_some(), "a draft is made: {result:?}");
+        let Some(draft) = draft else {
+            panic!("a draft is made: {result:?}");
+        };
+        drafts.push(draft.to_owned());
     }
     client.cancel().await.expect("close");
+    drafts
 }
 
 #[tokio::test]
@@ -133,22 +158,7 @@ async fn the_server_has_its_checkpoints_cosigned_and_goes_on_while_the_witness_i
     )
     .await;
     let addr = witness.addr;
-    let server = home
-        .http(&[
-            "--demo",
-            "--http",
-            "127.0.0.1:0",
-            "--serve-log",
-            "--log-key",
-            key_file.to_str().expect("utf-8 path"),
-            "--log-origin",
-            ORIGIN,
-            "--checkpoint-interval",
-            "1s",
-            "--witness",
-            &format!("http://{addr}={wkey}"),
-        ])
-        .await;
+    let server = serve(&home, &key_file, &format!("http://{addr}={wkey}")).await;
 
     propose(&server, 0..3).await;
     let first = served(&server, &log, &wkey, 3, true).await;
