@@ -250,3 +250,7 @@ fn fail(part: impl Into<String>, problem: impl Into<String>) -> ReceiptError {
         problem: problem.into(),
     }
 }
+
+#[cfg(test)]
+#[path = "log_tests.rs"]
+mod log_tests;
