@@ -8,8 +8,10 @@
 
 use std::path::PathBuf;
 
-use countersign_gate::log::LogKey;
-use countersign_gate::{Checkpointer, default_log_key_path, ledger_origin};
+use countersign_gate::log::{LogKey, SignedCheckpoint};
+use countersign_gate::{
+    CheckpointSettings, Checkpointer, Gate, default_log_key_path, ledger_origin,
+};
 
 use super::gate::{empty_policy, failure, open_gate};
 use super::ledger::{block_on, open as open_ledger, store_url};
@@ -55,9 +57,9 @@ pub(crate) fn run(ctx: &Ctx, command: LogCommand) -> Result<Report, Failure> {
     match command {
         LogCommand::Key(KeyCommand::New { origin, out }) => {
             let path = key_path(ctx, out)?;
-            let origin = match origin.or_else(|| ctx.log_origin.clone()) {
+            let origin = match origin {
                 Some(origin) => origin,
-                None => derived_origin(ctx)?,
+                None => block_on(log_origin(ctx))??,
             };
             new_key(&path, &origin)
         }
@@ -75,11 +77,34 @@ fn key_path(ctx: &Ctx, explicit: Option<PathBuf>) -> Result<PathBuf, Failure> {
     }
 }
 
-/// The origin of the store's log when none is named: from its replay ledger's id.
-fn derived_origin(ctx: &Ctx) -> Result<String, Failure> {
-    let url = store_url(ctx)?;
-    let ledger = block_on(open_ledger(&url))??;
+/// The log's origin: `--log-origin`, else the one derived from the store's replay ledger id.
+async fn log_origin(ctx: &Ctx) -> Result<String, Failure> {
+    if let Some(origin) = &ctx.log_origin {
+        return Ok(origin.clone());
+    }
+    let ledger = open_ledger(&store_url(ctx)?).await?;
     Ok(ledger_origin(ledger.id()))
+}
+
+/// The checkpoint a receipt is written against: with a log key (`--log-key`, else `log.key`
+/// in the home folder when it exists), the latest one of the log, issued now when the tree
+/// grew past the one kept; `None` without a key, and the receipt is then v1. A key that is
+/// named and cannot be used fails: a receipt asked to be anchored is not silently written
+/// without.
+pub(crate) async fn receipt_checkpoint(
+    ctx: &Ctx,
+    gate: &Gate,
+) -> Result<Option<SignedCheckpoint>, Failure> {
+    let settings = CheckpointSettings {
+        key: ctx.log_key.clone(),
+        ..CheckpointSettings::default()
+    };
+    let Some(path) = settings.key_file().map_err(|e| failure(&e))? else {
+        return Ok(None);
+    };
+    let log = Checkpointer::open(&path, &log_origin(ctx).await?).map_err(|e| failure(&e))?;
+    let issued = gate.checkpoint(&log).await.map_err(|e| failure(&e))?;
+    Ok(Some(issued.checkpoint().clone()))
 }
 
 fn new_key(path: &std::path::Path, origin: &str) -> Result<Report, Failure> {
@@ -109,14 +134,11 @@ fn show_key(path: &std::path::Path) -> Result<Report, Failure> {
 
 fn checkpoint(ctx: &Ctx) -> Result<Report, Failure> {
     let path = key_path(ctx, None)?;
-    let origin = match &ctx.log_origin {
-        Some(origin) => origin.clone(),
-        None => derived_origin(ctx)?,
-    };
-    let log = Checkpointer::open(&path, &origin).map_err(|e| failure(&e))?;
-    let issued = block_on(async {
+    let (log, issued) = block_on(async {
+        let log = Checkpointer::open(&path, &log_origin(ctx).await?).map_err(|e| failure(&e))?;
         let gate = open_gate(ctx, empty_policy()?).await?;
-        gate.checkpoint(&log).await.map_err(|e| failure(&e))
+        let issued = gate.checkpoint(&log).await.map_err(|e| failure(&e))?;
+        Ok::<_, Failure>((log, issued))
     })??;
     let signed = issued.checkpoint();
     let head = signed.checkpoint().head();

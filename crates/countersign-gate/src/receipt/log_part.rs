@@ -55,7 +55,8 @@ impl Gate {
             Some(last) if last.seq <= head.size => {}
             _ => return Ok(None),
         }
-        if head.size > self.store.tree_size().await? || self.tree_root(head.size).await? != head.root
+        if head.size > self.store.tree_size().await?
+            || self.tree_root(head.size).await? != head.root
         {
             return Err(Error::LogInconsistent {
                 why: "the stored tree no longer holds what the checkpoint signed",
@@ -114,8 +115,12 @@ pub(super) fn read(v: &Value, records: &[AuditRecord]) -> Result<LogPart, Receip
         return Err(fail(PART, "unexpected or missing members"));
     }
     let note = text(o, "checkpoint").ok_or_else(|| fail(PART, "no checkpoint note"))?;
-    let checkpoint = Checkpoint::of_unverified_note(note.as_bytes())
-        .map_err(|e| fail(PART, format!("the checkpoint is not a checkpoint note: {e}")))?;
+    let checkpoint = Checkpoint::of_unverified_note(note.as_bytes()).map_err(|e| {
+        fail(
+            PART,
+            format!("the checkpoint is not a checkpoint note: {e}"),
+        )
+    })?;
     let size = checkpoint.head().size;
     let Some(Value::Array(entries)) = o.get("inclusion") else {
         return Err(fail(PART, "no inclusion proofs"));
@@ -130,7 +135,10 @@ pub(super) fn read(v: &Value, records: &[AuditRecord]) -> Result<LogPart, Receip
             let part = || format!("log record {}", r.seq);
             let (index, proof) = entry_of(entry).map_err(|why| fail(part(), why))?;
             if Some(index) != r.seq.checked_sub(1) {
-                return Err(fail(part(), "its leaf index is not its sequence number less one"));
+                return Err(fail(
+                    part(),
+                    "its leaf index is not its sequence number less one",
+                ));
             }
             if index >= size {
                 return Err(fail(part(), "it is not in the checkpoint's tree"));

@@ -43,7 +43,8 @@ async fn propose(gate: &Gate, title: &str) -> crate::Draft {
 }
 
 async fn fixture() -> Fixture {
-    let policy = Policy::from_toml("[tools.\"publish_post\"]\nmode = \"approval\"\n").expect("policy");
+    let policy =
+        Policy::from_toml("[tools.\"publish_post\"]\nmode = \"approval\"\n").expect("policy");
     let gate = Gate::new(Arc::new(MemoryStore::new()), Arc::new(policy));
     propose(&gate, "before").await;
     let d = propose(&gate, "receipt").await;
@@ -354,7 +355,9 @@ async fn a_note_of_another_log_key_or_a_forged_cosignature_fails_at_the_log() {
             .expect("checkpoint"),
         )
         .expect("sign");
-    let line = f.witnesses[2].cosign(&other, 1_800_000_000).expect("cosign");
+    let line = f.witnesses[2]
+        .cosign(&other, 1_800_000_000)
+        .expect("cosign");
     let forged = edited(&f, |v| {
         let note = format!("{}{line}", v["log"]["checkpoint"].as_str().expect("note"));
         v["log"]["checkpoint"] = json!(note);
