@@ -8,9 +8,11 @@
 
 use std::path::PathBuf;
 
-use countersign_gate::log::LogKey;
-use countersign_gate::{Checkpointer, default_log_key_path, ledger_origin};
-use countersign_witness::Witnesses;
+use countersign_gate::log::{LogKey, SignedCheckpoint};
+use countersign_gate::{
+    CheckpointSettings, Checkpointer, Gate, Issued, default_log_key_path, ledger_origin,
+};
+use countersign_witness::{Witnessed, Witnesses};
 
 use super::gate::{empty_policy, failure, open_gate};
 use super::ledger::{block_on, open as open_ledger, store_url};
@@ -57,9 +59,9 @@ pub(crate) fn run(ctx: &Ctx, command: LogCommand) -> Result<Report, Failure> {
     match command {
         LogCommand::Key(KeyCommand::New { origin, out }) => {
             let path = key_path(ctx, out)?;
-            let origin = match origin.or_else(|| ctx.log_origin.clone()) {
+            let origin = match origin {
                 Some(origin) => origin,
-                None => derived_origin(ctx)?,
+                None => block_on(log_origin(ctx))??,
             };
             new_key(&path, &origin)
         }
@@ -87,11 +89,60 @@ pub(crate) fn witnesses(ctx: &Ctx) -> Result<Option<Witnesses>, Failure> {
         .map_err(|e| Failure::invalid("CONFIG_INVALID", format!("--witness: {e}")))
 }
 
-/// The origin of the store's log when none is named: from its replay ledger's id.
-fn derived_origin(ctx: &Ctx) -> Result<String, Failure> {
-    let url = store_url(ctx)?;
-    let ledger = block_on(open_ledger(&url))??;
+/// The log's origin: `--log-origin`, else the one derived from the store's replay ledger id.
+async fn log_origin(ctx: &Ctx) -> Result<String, Failure> {
+    if let Some(origin) = &ctx.log_origin {
+        return Ok(origin.clone());
+    }
+    let ledger = open_ledger(&store_url(ctx)?).await?;
     Ok(ledger_origin(ledger.id()))
+}
+
+/// The checkpoint a receipt is written against: with a log key (`--log-key`, else `log.key`
+/// in the home folder when it exists), the latest one of the log, issued now when the tree
+/// grew past the one kept; `None` without a key, and the receipt is then v1. A key that is
+/// named and cannot be used fails: a receipt asked to be anchored is not silently written
+/// without.
+pub(crate) async fn receipt_checkpoint(
+    ctx: &Ctx,
+    gate: &Gate,
+) -> Result<Option<SignedCheckpoint>, Failure> {
+    let settings = CheckpointSettings {
+        key: ctx.log_key.clone(),
+        ..CheckpointSettings::default()
+    };
+    let Some(path) = settings.key_file().map_err(|e| failure(&e))? else {
+        return Ok(None);
+    };
+    let log = Checkpointer::open(&path, &log_origin(ctx).await?).map_err(|e| failure(&e))?;
+    let (issued, round) = issue_witnessed(ctx, gate, &log).await?;
+    Ok(Some(latest(&issued, round.as_ref()).clone()))
+}
+
+/// Issues a checkpoint when the tree grew and has the witnesses (`--witness`) cosign the one
+/// kept; a witness that does not is reported, not a failure.
+async fn issue_witnessed(
+    ctx: &Ctx,
+    gate: &Gate,
+    log: &Checkpointer,
+) -> Result<(Issued, Option<Witnessed>), Failure> {
+    let witnesses = witnesses(ctx)?;
+    let issued = gate.checkpoint(log).await.map_err(|e| failure(&e))?;
+    let round = match &witnesses {
+        Some(w) => Some(
+            w.witness(gate, log.verifier_key(), issued.checkpoint())
+                .await,
+        ),
+        None => None,
+    };
+    Ok((issued, round))
+}
+
+/// The checkpoint with the cosignatures kept, when the witnesses' round kept any.
+fn latest<'a>(issued: &'a Issued, round: Option<&'a Witnessed>) -> &'a SignedCheckpoint {
+    round
+        .and_then(|r| r.checkpoint.as_ref())
+        .unwrap_or(issued.checkpoint())
 }
 
 fn new_key(path: &std::path::Path, origin: &str) -> Result<Report, Failure> {
@@ -121,28 +172,13 @@ fn show_key(path: &std::path::Path) -> Result<Report, Failure> {
 
 fn checkpoint(ctx: &Ctx) -> Result<Report, Failure> {
     let path = key_path(ctx, None)?;
-    let origin = match &ctx.log_origin {
-        Some(origin) => origin.clone(),
-        None => derived_origin(ctx)?,
-    };
-    let log = Checkpointer::open(&path, &origin).map_err(|e| failure(&e))?;
-    let witnesses = witnesses(ctx)?;
-    let (issued, round) = block_on(async {
+    let (log, issued, round) = block_on(async {
+        let log = Checkpointer::open(&path, &log_origin(ctx).await?).map_err(|e| failure(&e))?;
         let gate = open_gate(ctx, empty_policy()?).await?;
-        let issued = gate.checkpoint(&log).await.map_err(|e| failure(&e))?;
-        let round = match &witnesses {
-            Some(w) => Some(
-                w.witness(&gate, log.verifier_key(), issued.checkpoint())
-                    .await,
-            ),
-            None => None,
-        };
-        Ok::<_, Failure>((issued, round))
+        let (issued, round) = issue_witnessed(ctx, &gate, &log).await?;
+        Ok::<_, Failure>((log, issued, round))
     })??;
-    let signed = round
-        .as_ref()
-        .and_then(|r| r.checkpoint.as_ref())
-        .unwrap_or(issued.checkpoint());
+    let signed = latest(&issued, round.as_ref());
     let head = signed.checkpoint().head();
     let failed: Vec<_> = round
         .iter()

@@ -105,6 +105,18 @@ impl Checkpoint {
     }
 }
 
+impl Checkpoint {
+    /// The checkpoint a signed note carries, read without checking any of its signatures: for
+    /// checking the shape of a note no key is trusted for (a receipt verified without a trust
+    /// file). Nothing read this way may be relied on as the log's word.
+    ///
+    /// # Errors
+    /// `INVALID_ARGUMENT` when the note or its body does not parse.
+    pub(crate) fn of_unverified_note(note: &[u8]) -> Result<Self> {
+        Checkpoint::parse(&open_note_with(note, &[], false)?.text)
+    }
+}
+
 /// A checkpoint with the log's valid signature, as a signed note that may also carry witness
 /// cosignatures.
 #[derive(Debug, Clone, PartialEq)]

@@ -14,8 +14,15 @@
 //! (`signed_policy`): checked against the admins the verifier trusts, it is a source of the rule
 //! that whoever wrote the receipt could not have chosen (though not yet bound to the run: audit
 //! records do not carry the policy digest yet, docs/policy-signing.md).
+//!
+//! A receipt written against a checkpoint of the transparency log (v2) also carries that
+//! checkpoint's signed note and each record's inclusion proof against it ([`log_part`]): checked
+//! against the log key and witnesses the verifier trusts, it anchors the stretch, and the
+//! verdict says how far ([`Assurance`]).
 
+mod assurance;
 mod facts;
+mod log_part;
 mod rule;
 mod signed_policy;
 mod verify;
@@ -26,8 +33,10 @@ use crate::approval::Approvers;
 use crate::audit::AuditRecord;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
+use crate::log::SignedCheckpoint;
 use crate::policy::{Policy, SignedPolicy};
 
+pub use self::assurance::{Assurance, Level, UnknownLevel};
 use self::facts::{derive, record_value};
 pub use self::rule::{Rule, RuleSource};
 pub use self::signed_policy::PolicySeal;
@@ -56,6 +65,23 @@ impl Gate {
         draft_id: &str,
         policy: Option<&SignedPolicy>,
     ) -> Result<Vec<u8>> {
+        self.receipt_with(draft_id, policy, None).await
+    }
+
+    /// [`Gate::receipt_with_policy`], written against `checkpoint` of this gate's log: when its
+    /// tree holds the receipt's last record, the receipt is v2 and carries the checkpoint's
+    /// signed note (with the cosignatures it holds) and each record's inclusion proof against
+    /// it. Otherwise, or without a checkpoint, it is the v1 receipt older verifiers read.
+    ///
+    /// # Errors
+    /// As [`Gate::receipt`]; `STORE_TAMPERED` also when the stored tree no longer has the
+    /// checkpoint's root at its size, or a record is not the leaf the tree holds.
+    pub async fn receipt_with(
+        &self,
+        draft_id: &str,
+        policy: Option<&SignedPolicy>,
+        checkpoint: Option<&SignedCheckpoint>,
+    ) -> Result<Vec<u8>> {
         let draft = self.draft(draft_id).await?;
         let records = self.store.audit().await?;
         // Records are flat canonical objects, where a quote inside a string is escaped, so this
@@ -68,8 +94,12 @@ impl Gate {
         let segment = &records[first..=last];
         let envelope = String::from_utf8_lossy(&draft.canonical).into_owned();
         let facts = derive(&draft.id, &draft.revision, segment).map_err(Error::store)?;
+        let log = match checkpoint {
+            Some(c) => self.log_part(c, segment).await?,
+            None => None,
+        };
         let mut o = Object::new();
-        o.insert("v", Value::Number(1.0));
+        o.insert("v", Value::Number(if log.is_some() { 2.0 } else { 1.0 }));
         o.insert("type", Value::String(TYPE.into()));
         o.insert("draft_id", Value::String(draft.id.as_str().into()));
         o.insert("action", Value::String(draft.action.clone()));
@@ -83,6 +113,9 @@ impl Gate {
             "audit",
             Value::Array(segment.iter().map(record_value).collect()),
         );
+        if let Some(log) = log {
+            o.insert(log_part::MEMBER, log);
+        }
         Ok(Value::Object(o).to_canonical_bytes())
     }
 }
@@ -91,7 +124,7 @@ impl Gate {
 /// [`verify_receipt`].
 ///
 /// ```compile_fail,E0451
-/// use countersign_gate::receipt::{Rule, Verified};
+/// use countersign_gate::receipt::{Assurance, Rule, Verified};
 /// fn forge(rule: Rule) -> Verified {
 ///     Verified {
 ///         draft_id: String::new(),
@@ -103,6 +136,8 @@ impl Gate {
 ///         editor: None,
 ///         rule,
 ///         seal: None,
+///         assurance: Assurance::Chained,
+///         carries_log: false,
 ///     }
 /// }
 /// ```
@@ -117,6 +152,8 @@ pub struct Verified {
     pub(crate) editor: Option<String>,
     pub(crate) rule: Rule,
     pub(crate) seal: Option<PolicySeal>,
+    pub(crate) assurance: Assurance,
+    pub(crate) carries_log: bool,
 }
 
 impl Verified {
@@ -164,6 +201,17 @@ impl Verified {
     pub fn signed_policy(&self) -> Option<&PolicySeal> {
         self.seal.as_ref()
     }
+
+    /// How far the records are anchored: `chained`, `logged` or `witnessed k/n`.
+    pub fn assurance(&self) -> Assurance {
+        self.assurance
+    }
+
+    /// Whether the receipt carries a log part (v2), whatever it proved: a receipt that does,
+    /// verified without a trusted log key, could prove more with one.
+    pub fn carries_log(&self) -> bool {
+        self.carries_log
+    }
 }
 
 /// What the verifier trusts besides the receipt itself.
@@ -180,13 +228,17 @@ pub struct Trust<'a> {
     /// Accept unsigned approvals although an approvers file is given (where the rule relied on
     /// does not need signatures).
     pub allow_unsigned: bool,
+    /// The log's trust (its verifier key, the witnesses and their quorum): without it a v2
+    /// receipt's log part is read but proves nothing, and the receipt is `chained`.
+    pub log: Option<&'a crate::log::Trust>,
 }
 
 /// A part of a receipt that does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{part}: {problem}")]
 pub struct ReceiptError {
-    /// Which part: `format`, `envelope`, `audit`, `approval alice`, `quorum`, `execution`…
+    /// Which part: `format`, `envelope`, `audit`, `approval alice`, `quorum`, `execution`,
+    /// `log`, `log record 12`…
     pub part: String,
     /// What is wrong.
     pub problem: String,
@@ -198,3 +250,7 @@ fn fail(part: impl Into<String>, problem: impl Into<String>) -> ReceiptError {
         problem: problem.into(),
     }
 }
+
+#[cfg(test)]
+#[path = "log_tests.rs"]
+mod log_tests;

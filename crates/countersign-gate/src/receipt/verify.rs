@@ -1,7 +1,8 @@
 //! Offline verification of a receipt: canonical form, envelope and revision, the audit chain
 //! stretch, each approval (its signature, its key's owner, its time, whether its approver may
 //! approve this revision), and the quorum — under a rule from a trusted input where one is given
-//! ([`Trust`]) or from the policy admins signed, never silently from the receipt's own word.
+//! ([`Trust`]) or from the policy admins signed, never silently from the receipt's own word;
+//! and, for a v2 receipt, its records' inclusion in the log the verifier trusts.
 
 use countersign_canon::{Digest, Domain, Limits, Object, Profile, Revision, Value, digest};
 
@@ -11,7 +12,10 @@ use crate::model::DraftId;
 
 use super::facts::{ApprovalFact, EvidenceFact, PolicyFact, body_of, derive, text};
 use super::rule::{Rule, RuleSource};
-use super::{MAX_RECEIPT, PolicySeal, ReceiptError, TYPE, Trust, Verified, fail, signed_policy};
+use super::{
+    Assurance, MAX_RECEIPT, PolicySeal, ReceiptError, TYPE, Trust, Verified, fail, log_part,
+    signed_policy,
+};
 
 /// Verifies a receipt offline against what the verifier trusts (see [`Trust`]).
 ///
@@ -43,14 +47,26 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         "audit",
     ];
     // `editor` is there exactly when a person's edit made the revision (checked below);
-    // `signed_policy` when the receipt's writer had a signed policy to give.
-    let optional =
-        usize::from(o.contains_key("editor")) + usize::from(o.contains_key(signed_policy::MEMBER));
+    // `signed_policy` when the receipt's writer had a signed policy to give; `log` exactly in
+    // a v2 receipt.
+    let optional = usize::from(o.contains_key("editor"))
+        + usize::from(o.contains_key(signed_policy::MEMBER))
+        + usize::from(o.contains_key(log_part::MEMBER));
     if o.len() != known.len() + optional || known.iter().any(|k| !o.contains_key(k)) {
         return Err(fail("format", "unexpected or missing members"));
     }
-    if o.get("v") != Some(&Value::Number(1.0)) || text(&o, "type") != Some(TYPE) {
-        return Err(fail("format", "not a v1 countersign receipt"));
+    let version = match o.get("v") {
+        Some(Value::Number(v)) if *v == 1.0 || *v == 2.0 => *v,
+        _ => return Err(fail("format", "not a v1 or v2 countersign receipt")),
+    };
+    if text(&o, "type") != Some(TYPE) {
+        return Err(fail("format", "not a countersign receipt"));
+    }
+    if (version == 2.0) != o.contains_key(log_part::MEMBER) {
+        return Err(fail(
+            "format",
+            "a v2 receipt carries a log part, and only a v2 receipt does",
+        ));
     }
     let id_text = text(&o, "draft_id").ok_or_else(|| fail("format", "draft_id"))?;
     let id = DraftId::parse(id_text).map_err(|_| fail("format", "draft_id"))?;
@@ -73,6 +89,14 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
     }
     let records = records_of(o.get("audit"))?;
     check_chain(&records)?;
+    let log = o
+        .get(log_part::MEMBER)
+        .map(|v| log_part::read(v, &records))
+        .transpose()?;
+    let assurance = match &log {
+        Some(part) => log_part::assure(part, &records, trust.log)?,
+        None => Assurance::Chained,
+    };
     let facts = derive(&id, &revision, &records).map_err(|p| fail("audit", p))?;
     let mut expected = Object::new();
     facts.write(&mut expected);
@@ -127,6 +151,8 @@ pub fn verify_receipt(bytes: &[u8], trust: &Trust<'_>) -> Result<Verified, Recei
         editor: facts.editor.clone(),
         rule,
         seal,
+        assurance,
+        carries_log: log.is_some(),
     })
 }
 

@@ -1,0 +1,210 @@
+//! Receipts against the transparency log (CONTRACT.md section 11): `countersign receipt DRAFT`
+//! with a log key in the home folder writes a v2 receipt carrying the log's checkpoint and each
+//! record's inclusion proof, and `receipt verify --trust FILE` says how far it is anchored and
+//! refuses it below `--require`. Real processes over a real SQLite store.
+
+mod signed;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use countersign_canon::Profile;
+use serde_json::{Value, json};
+use signed::{Env, TOOL};
+
+/// `countersign receipt verify FILE ARGS…` with only what `args` names.
+fn verify(file: &Path, args: &[&str]) -> Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["receipt", "verify"])
+        .arg(file)
+        .args(args)
+        .env_remove("COUNTERSIGN_APPROVERS")
+        .env_remove("COUNTERSIGN_STORE")
+        .env_remove("COUNTERSIGN_LOG_KEY")
+        .env("COUNTERSIGN_HOME", file.with_file_name("verifier-home"))
+        .output()
+        .expect("run countersign")
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Refused (exit 1) with `RECEIPT_INVALID` naming `part`.
+fn assert_fails_at(out: &Output, part: &str) {
+    let err = signed::stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{}{err}", signed::stdout(out));
+    assert!(err.contains("RECEIPT_INVALID"), "{err}");
+    assert!(
+        err.contains(&format!("]: {part}: ")),
+        "expected part {part:?}: {err}"
+    );
+}
+
+/// A draft approved by alice with her SSH key and run, with its receipt written by the CLI;
+/// with `log_key`, after `countersign log key new` made the log key in the home folder.
+/// Returns the receipt file and the log's verifier key, when there is one.
+fn written(env: &Env, log_key: bool) -> (PathBuf, Option<String>) {
+    let vkey = log_key.then(|| {
+        let out = env.run(&["--json", "log", "key", "new"]);
+        assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+        let made: Value = serde_json::from_slice(&out.stdout).expect("json");
+        made["verifier_key"]
+            .as_str()
+            .expect("verifier key")
+            .to_owned()
+    });
+    let d = env.propose(r#"{"title":"logged","body":"évidence"}"#, None);
+    env.propose(r#"{"title":"in between"}"#, None);
+    let approved = env.approve_signed(env.key("alice"), &[&d]);
+    assert!(approved.status.success(), "{}", signed::stderr(&approved));
+    env.execute(&d, "op-log").expect("runs");
+    env.propose(r#"{"title":"after"}"#, None);
+    let file = env.dir().join("receipt.json");
+    let out = env.run(&["receipt", d.id().as_str(), "--out", path(&file)]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let said = signed::stdout(&out);
+    assert_eq!(
+        said.contains("with inclusion proofs against the log checkpoint"),
+        log_key,
+        "{said}"
+    );
+    (file, vkey)
+}
+
+/// A trust file naming the log's key and the approvers file.
+fn trust_file(env: &Env, vkey: &str) -> PathBuf {
+    let file = env.dir().join("trust.toml");
+    let text = format!(
+        "log = \"{vkey}\"\napprovers = \"{}\"\n",
+        path(&env.approvers())
+    );
+    std::fs::write(&file, text).expect("trust file");
+    file
+}
+
+fn read(file: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(file).expect("receipt")).expect("json")
+}
+
+#[test]
+fn a_receipt_written_with_a_log_key_verifies_logged_with_the_trust_file_only() {
+    let env = Env::new(TOOL, &[("alice", None)]);
+    let (file, vkey) = written(&env, true);
+    let receipt = read(&file);
+    assert_eq!(receipt["v"], 2, "{receipt}");
+    let size = receipt["log"]["checkpoint"]
+        .as_str()
+        .expect("note")
+        .lines()
+        .nth(1)
+        .and_then(|l| l.parse::<u64>().ok())
+        .expect("size line");
+    let trust = trust_file(&env, &vkey.expect("log key"));
+    let with_trust = ["--trust", path(&trust)];
+
+    let out = verify(&file, &with_trust);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let text = signed::stdout(&out);
+    assert!(
+        text.contains(&format!("assurance: logged (checkpoint of size {size})")),
+        "{text}"
+    );
+    // The trust file's approvers file was used: the key is checked against it.
+    assert!(!text.contains("pass --approvers FILE"), "{text}");
+    let out = verify(&file, &["--trust", path(&trust), "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["assurance"]["level"], "logged", "{v}");
+    assert_eq!(v["assurance"]["checkpoint_size"], size);
+    assert_eq!(v["assurance"]["log_part"], true);
+    assert_eq!(v["keys_checked"], true);
+
+    // Without the trust file the log part proves nothing, and the verdict says what would.
+    let approvers = env.approvers();
+    let out = verify(&file, &["--approvers", path(&approvers)]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let text = signed::stdout(&out);
+    assert!(
+        text.contains("assurance: chained") && text.contains("--trust FILE"),
+        "{text}"
+    );
+
+    let out = verify(&file, &["--trust", path(&trust), "--require", "logged"]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let out = verify(&file, &["--trust", path(&trust), "--require", "witnessed"]);
+    assert_fails_at(&out, "assurance");
+    let err = signed::stderr(&out);
+    assert!(err.contains("logged") && err.contains("witnessed"), "{err}");
+    let out = verify(
+        &file,
+        &["--trust", path(&trust), "--require", "witnessed", "--json"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["error"]["code"], "RECEIPT_INVALID", "{v}");
+    assert_eq!(v["error"]["part"], "assurance", "{v}");
+
+    // An approvers file named twice is ambiguous.
+    let out = verify(
+        &file,
+        &["--trust", path(&trust), "--approvers", path(&approvers)],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", signed::stderr(&out));
+    assert!(signed::stderr(&out).contains("INVALID_ARGUMENT"));
+}
+
+#[test]
+fn a_receipt_whose_proof_hash_was_edited_is_refused_at_its_record() {
+    let env = Env::new(TOOL, &[("alice", None)]);
+    let (file, vkey) = written(&env, true);
+    let trust = trust_file(&env, &vkey.expect("log key"));
+    let mut receipt = read(&file);
+    let at = receipt["log"]["inclusion"]
+        .as_array()
+        .expect("inclusion")
+        .iter()
+        .position(|e| !e["proof"].as_array().expect("proof").is_empty())
+        .expect("a record with a non-empty proof");
+    let hash = receipt["log"]["inclusion"][at]["proof"][0]
+        .as_str()
+        .expect("hash")
+        .to_owned();
+    let flipped = if hash.starts_with('0') { "1" } else { "0" };
+    receipt["log"]["inclusion"][at]["proof"][0] = json!(format!("{flipped}{}", &hash[1..]));
+    let seq = receipt["audit"][at]["seq"].as_u64().expect("seq");
+    let bytes = serde_json::to_vec(&receipt).expect("json");
+    let canonical =
+        countersign_canon::canonicalize(&bytes, Profile::CountersignV1, &Default::default())
+            .expect("canonical");
+    let forged = env.dir().join("forged.json");
+    std::fs::write(&forged, canonical).expect("write");
+    assert_fails_at(
+        &verify(&forged, &["--trust", path(&trust)]),
+        &format!("log record {seq}"),
+    );
+}
+
+#[test]
+fn a_receipt_written_without_a_log_key_is_v1_and_only_chained() {
+    let env = Env::new(TOOL, &[("alice", None)]);
+    let (file, _) = written(&env, false);
+    let receipt = read(&file);
+    assert_eq!(receipt["v"], 1, "{receipt}");
+    assert!(receipt.get("log").is_none(), "{receipt}");
+    let approvers = env.approvers();
+    let out = verify(&file, &["--approvers", path(&approvers)]);
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+    let text = signed::stdout(&out);
+    assert!(text.contains("assurance: chained"), "{text}");
+    assert!(!text.contains("--trust FILE"), "{text}");
+    let out = verify(
+        &file,
+        &["--approvers", path(&approvers), "--require", "logged"],
+    );
+    assert_fails_at(&out, "assurance");
+    let out = verify(
+        &file,
+        &["--approvers", path(&approvers), "--require", "chained"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
+}
