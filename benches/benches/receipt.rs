@@ -3,11 +3,11 @@
 //!
 //! The receipt is of a draft of ≈1 KiB arguments proposed in a log of 2,000 earlier records,
 //! with five other drafts proposed while it waited, approved (unsigned, so the approval bench's
-//! SSH check is not counted twice) and run: a stretch of eight records, each with its inclusion
-//! proof (eleven or twelve hashes) against a checkpoint signed by the log key and cosigned by
-//! two witnesses, verified against a trust file naming both with a quorum of two. What it
-//! costs beyond its three Ed25519 verifications is the canonical parse, the chain, the facts
-//! and the Merkle paths.
+//! SSH check is not counted twice) and run: the stretch from its proposal to its run, each
+//! record with its inclusion proof (about eleven hashes) against a checkpoint signed by the log
+//! key and cosigned by two witnesses, verified against a trust file naming both with a quorum
+//! of two. What it costs beyond its three Ed25519 verifications is the canonical parse, the
+//! chain, the facts and the Merkle paths.
 
 use std::hint::black_box;
 use std::path::Path;
