@@ -49,7 +49,10 @@ fn written(env: &Env, log_key: bool) -> (PathBuf, Option<String>) {
         let out = env.run(&["--json", "log", "key", "new"]);
         assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
         let made: Value = serde_json::from_slice(&out.stdout).expect("json");
-        made["verifier_key"].as_str().expect("verifier key").to_owned()
+        made["verifier_key"]
+            .as_str()
+            .expect("verifier key")
+            .to_owned()
     });
     let d = env.propose(r#"{"title":"logged","body":"évidence"}"#, None);
     env.propose(r#"{"title":"in between"}"#, None);
