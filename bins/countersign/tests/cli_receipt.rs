@@ -10,38 +10,9 @@ mod signed;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use countersign_canon::{Domain, Profile, digest};
+use countersign_canon::{Domain, digest};
 use serde_json::{Value, json};
-use signed::{Env, TOOL};
-
-/// `countersign [--json] receipt verify FILE ARGS…` with only what `args` names: no approvers
-/// file or policy from the environment.
-fn verify(file: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
-        .args(["receipt", "verify"])
-        .arg(file)
-        .args(args)
-        .env_remove("COUNTERSIGN_APPROVERS")
-        .env_remove("COUNTERSIGN_STORE")
-        .env("COUNTERSIGN_HOME", file.with_file_name("verifier-home"))
-        .output()
-        .expect("run countersign")
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-/// Refused (exit 1) with `RECEIPT_INVALID` naming `part`.
-fn assert_fails_at(out: &Output, part: &str) {
-    let err = signed::stderr(out);
-    assert_eq!(out.status.code(), Some(1), "{}{err}", signed::stdout(out));
-    assert!(err.contains("RECEIPT_INVALID"), "{err}");
-    assert!(
-        err.contains(&format!("]: {part}: ")),
-        "expected part {part:?}: {err}"
-    );
-}
+use signed::{Env, TOOL, assert_fails_at, canonical, path, receipt_verify as verify};
 
 /// Refused at the part `signed policy`, saying `why`.
 fn assert_policy_refused(out: &Output, why: &str) {
@@ -90,12 +61,6 @@ fn bodies(receipt: &Value) -> Vec<Value> {
         .iter()
         .map(|r| serde_json::from_str(r["body"].as_str().expect("body")).expect("record"))
         .collect()
-}
-
-fn canonical(v: &Value) -> Vec<u8> {
-    let bytes = serde_json::to_vec(v).expect("json");
-    countersign_canon::canonicalize(&bytes, Profile::CountersignV1, &Default::default())
-        .expect("canonical")
 }
 
 /// Writes `receipt` with `records` as its audit stretch, chained again from the first record's

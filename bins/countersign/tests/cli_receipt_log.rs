@@ -6,40 +6,9 @@
 mod signed;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
-use countersign_canon::Profile;
 use serde_json::{Value, json};
-use signed::{Env, TOOL};
-
-/// `countersign receipt verify FILE ARGS…` with only what `args` names.
-fn verify(file: &Path, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
-        .args(["receipt", "verify"])
-        .arg(file)
-        .args(args)
-        .env_remove("COUNTERSIGN_APPROVERS")
-        .env_remove("COUNTERSIGN_STORE")
-        .env_remove("COUNTERSIGN_LOG_KEY")
-        .env("COUNTERSIGN_HOME", file.with_file_name("verifier-home"))
-        .output()
-        .expect("run countersign")
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("utf-8 path")
-}
-
-/// Refused (exit 1) with `RECEIPT_INVALID` naming `part`.
-fn assert_fails_at(out: &Output, part: &str) {
-    let err = signed::stderr(out);
-    assert_eq!(out.status.code(), Some(1), "{}{err}", signed::stdout(out));
-    assert!(err.contains("RECEIPT_INVALID"), "{err}");
-    assert!(
-        err.contains(&format!("]: {part}: ")),
-        "expected part {part:?}: {err}"
-    );
-}
+use signed::{Env, TOOL, assert_fails_at, canonical, path, receipt_verify as verify};
 
 /// A draft approved by alice with her SSH key and run, with its receipt written by the CLI;
 /// with `log_key`, after `countersign log key new` made the log key in the home folder.
@@ -172,12 +141,8 @@ fn a_receipt_whose_proof_hash_was_edited_is_refused_at_its_record() {
     let flipped = if hash.starts_with('0') { "1" } else { "0" };
     receipt["log"]["inclusion"][at]["proof"][0] = json!(format!("{flipped}{}", &hash[1..]));
     let seq = receipt["audit"][at]["seq"].as_u64().expect("seq");
-    let bytes = serde_json::to_vec(&receipt).expect("json");
-    let canonical =
-        countersign_canon::canonicalize(&bytes, Profile::CountersignV1, &Default::default())
-            .expect("canonical");
     let forged = env.dir().join("forged.json");
-    std::fs::write(&forged, canonical).expect("write");
+    std::fs::write(&forged, canonical(&receipt)).expect("write");
     assert_fails_at(
         &verify(&forged, &["--trust", path(&trust)]),
         &format!("log record {seq}"),

@@ -357,3 +357,44 @@ pub(crate) fn assert_refused(out: &Output, code: &str) {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(out));
     assert!(stderr(out).contains(code), "{}", stderr(out));
 }
+
+/// `countersign receipt verify FILE ARGS…` with only what `args` names: no approvers file,
+/// store or log key from the environment, and a home folder of its own.
+pub(crate) fn receipt_verify(file: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args(["receipt", "verify"])
+        .arg(file)
+        .args(args)
+        .env_remove("COUNTERSIGN_APPROVERS")
+        .env_remove("COUNTERSIGN_STORE")
+        .env_remove("COUNTERSIGN_LOG_KEY")
+        .env("COUNTERSIGN_HOME", file.with_file_name("verifier-home"))
+        .output()
+        .expect("run countersign")
+}
+
+pub(crate) fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Refused (exit 1) with `RECEIPT_INVALID` naming `part`.
+pub(crate) fn assert_fails_at(out: &Output, part: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(out));
+    assert!(err.contains("RECEIPT_INVALID"), "{err}");
+    assert!(
+        err.contains(&format!("]: {part}: ")),
+        "expected part {part:?}: {err}"
+    );
+}
+
+/// `v` as canonical JSON (profile `countersign-v1`), as a receipt is written.
+pub(crate) fn canonical(v: &serde_json::Value) -> Vec<u8> {
+    let bytes = serde_json::to_vec(v).expect("json");
+    countersign_canon::canonicalize(
+        &bytes,
+        countersign_canon::Profile::CountersignV1,
+        &Default::default(),
+    )
+    .expect("canonical")
+}

@@ -99,6 +99,12 @@ async fn fixture() -> Fixture {
     }
 }
 
+/// `key`'s checkpoint of a tree of `size` leaves with root `root`, whatever tree that is.
+fn signed_over(key: &LogKey, size: u64, root: log::Hash) -> SignedCheckpoint {
+    key.sign(&Checkpoint::new(ORIGIN, TreeHead { size, root }).expect("checkpoint"))
+        .expect("sign")
+}
+
 /// A trust file naming `log` and `witnesses`, with `quorum` when given.
 fn trust(log: &LogKey, witnesses: &[&WitnessKey], quorum: Option<usize>) -> log::Trust {
     let listed: Vec<String> = witnesses
@@ -211,19 +217,11 @@ async fn a_receipt_without_a_checkpoint_or_beyond_it_is_v1_and_chained() {
     assert_eq!(verified.assurance(), Assurance::Chained);
     assert!(!verified.carries_log());
     // A checkpoint whose tree stops before the draft's last record cannot prove it.
-    let early = LogKey::generate(ORIGIN)
-        .expect("key")
-        .sign(
-            &Checkpoint::new(
-                ORIGIN,
-                TreeHead {
-                    size: 2,
-                    root: f.gate.tree_root(2).await.expect("root"),
-                },
-            )
-            .expect("checkpoint"),
-        )
-        .expect("sign");
+    let early = signed_over(
+        &LogKey::generate(ORIGIN).expect("key"),
+        2,
+        f.gate.tree_root(2).await.expect("root"),
+    );
     let bytes = f
         .gate
         .receipt_with(&f.draft, None, Some(&early))
@@ -236,19 +234,7 @@ async fn a_receipt_without_a_checkpoint_or_beyond_it_is_v1_and_chained() {
 async fn a_checkpoint_the_stored_tree_no_longer_holds_is_refused_as_tampering() {
     let f = fixture().await;
     let head = f.checkpoint.checkpoint().head();
-    let forged = f
-        .log
-        .sign(
-            &Checkpoint::new(
-                ORIGIN,
-                TreeHead {
-                    size: head.size,
-                    root: log::record_hash(b"another tree"),
-                },
-            )
-            .expect("checkpoint"),
-        )
-        .expect("sign");
+    let forged = signed_over(&f.log, head.size, log::record_hash(b"another tree"));
     let err = f
         .gate
         .receipt_with(&f.draft, None, Some(&forged))
@@ -342,19 +328,7 @@ async fn a_note_of_another_log_key_or_a_forged_cosignature_fails_at_the_log() {
         "log"
     );
     // The third witness's line over another checkpoint, put under this one.
-    let other = f
-        .log
-        .sign(
-            &Checkpoint::new(
-                ORIGIN,
-                TreeHead {
-                    size: 1,
-                    root: f.gate.tree_root(1).await.expect("root"),
-                },
-            )
-            .expect("checkpoint"),
-        )
-        .expect("sign");
+    let other = signed_over(&f.log, 1, f.gate.tree_root(1).await.expect("root"));
     let line = f.witnesses[2]
         .cosign(&other, 1_800_000_000)
         .expect("cosign");
