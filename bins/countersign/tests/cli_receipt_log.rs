@@ -173,3 +173,57 @@ fn a_receipt_written_without_a_log_key_is_v1_and_only_chained() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", signed::stderr(&out));
 }
+
+/// Go's `sumdb/note` and `sumdb/tlog` check what a receipt carries: the log's signature of its
+/// checkpoint, the root over the store's records, and each record's inclusion proof.
+#[test]
+fn an_implementation_nobody_here_wrote_checks_a_receipts_checkpoint_and_proofs() {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD as B64;
+    let env = Env::new(TOOL, &[("alice", None)]);
+    let (file, vkey) = written(&env, true);
+    let Some(go) = countersign_testkit::golog::logcheck(Path::new(env!("CARGO_TARGET_TMPDIR")))
+    else {
+        return;
+    };
+    let receipt = read(&file);
+    let db = rusqlite::Connection::open(env.db()).expect("open db");
+    let leaves: Vec<String> = db
+        .prepare("SELECT body FROM gate_audit ORDER BY seq")
+        .expect("query")
+        .query_map([], |r| r.get::<_, Vec<u8>>(0))
+        .expect("rows")
+        .map(|b| B64.encode(b.expect("body")))
+        .collect();
+    let hex_to_b64 = |h: &Value| {
+        let bytes = hex::decode(h.as_str().expect("hex")).expect("hex");
+        json!(B64.encode(bytes))
+    };
+    let inclusion: Vec<Value> = receipt["log"]["inclusion"]
+        .as_array()
+        .expect("inclusion")
+        .iter()
+        .map(|p| {
+            json!({
+                "index": p["index"],
+                "proof": p["proof"].as_array().expect("proof").iter().map(hex_to_b64).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    assert!(!inclusion.is_empty());
+    let request = json!({
+        "log_vkey": vkey.expect("log key"),
+        "witness_vkey": "",
+        "note": receipt["log"]["checkpoint"],
+        "leaves": leaves,
+        "inclusion": inclusion,
+        "consistency": [],
+    });
+    countersign_testkit::golog::run(&go, "verify", &request)
+        .expect("Go verifies the receipt's checkpoint and proofs");
+    // And refuses an edited proof, so its yes above means something.
+    let mut edited = request.clone();
+    edited["inclusion"][0]["proof"][0] = json!(B64.encode([0u8; 32]));
+    let err = countersign_testkit::golog::run(&go, "verify", &edited).expect_err("edited proof");
+    assert!(err.contains("inclusion"), "{err}");
+}

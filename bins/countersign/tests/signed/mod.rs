@@ -118,7 +118,7 @@ impl Env {
         &self.keys.iter().find(|(n, _)| n == name).expect("a key").1
     }
 
-    fn db(&self) -> PathBuf {
+    pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("gate.db")
     }
 
