@@ -404,6 +404,32 @@ impl Home {
     }
 }
 
+impl Home {
+    /// `countersign-mcp --demo --http --serve-log`, signing a checkpoint of the log `origin`
+    /// with `key_file` every second, with `extra` arguments.
+    pub(crate) async fn serve_log(
+        &self,
+        key_file: &Path,
+        origin: &str,
+        extra: &[&str],
+    ) -> HttpProc {
+        let mut args = vec![
+            "--demo",
+            "--http",
+            "127.0.0.1:0",
+            "--serve-log",
+            "--log-key",
+            key_file.to_str().expect("utf-8 path"),
+            "--log-origin",
+            origin,
+            "--checkpoint-interval",
+            "1s",
+        ];
+        args.extend_from_slice(extra);
+        self.http(&args).await
+    }
+}
+
 /// Starts `cmd` and reads its stderr up to the `listening on` line (at most 60 s).
 pub(crate) async fn start_http(mut cmd: tokio::process::Command) -> HttpProc {
     use tokio::io::AsyncBufReadExt;

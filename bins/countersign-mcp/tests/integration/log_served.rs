@@ -81,20 +81,7 @@ async fn served_log(home: &Home) -> (HttpProc, std::path::PathBuf, LogKey) {
     key.write_new(&key_file).expect("write key");
     let trust = home.path().join("trust.toml");
     std::fs::write(&trust, format!("log = \"{}\"\n", key.verifier_key())).expect("trust file");
-    let server = home
-        .http(&[
-            "--demo",
-            "--http",
-            "127.0.0.1:0",
-            "--serve-log",
-            "--log-key",
-            key_file.to_str().expect("utf-8 path"),
-            "--log-origin",
-            ORIGIN,
-            "--checkpoint-interval",
-            "1s",
-        ])
-        .await;
+    let server = home.serve_log(&key_file, ORIGIN, &[]).await;
     let client = http_session(&server.url(), None, ProtocolVersion::V_2025_11_25)
         .await
         .expect("session");

@@ -9,10 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use countersign_gate::log::{LogKey, SignedCheckpoint, VerifierKey, WitnessKey};
+use countersign_gate::log::{SignedCheckpoint, VerifierKey};
 use countersign_mcp::demo::DEMO_POLICY;
 
-use super::witnessed::{ORIGIN, RunningWitness, propose, serve, served};
+use super::witnessed::{ORIGIN, RunningWitness, keys, propose, serve, served};
 use crate::common::*;
 
 /// A log with three proposals, witnessed, a monitor's state and a receipt of the third.
@@ -158,16 +158,7 @@ async fn refused_by_the_witness(
 
 async fn logged() -> Logged {
     let home = Home::new(DEMO_POLICY);
-    let key_file = home.path().join("log.key");
-    let log_key = LogKey::generate(ORIGIN).expect("log key");
-    log_key.write_new(&key_file).expect("write key");
-    let log = log_key.verifier_key();
-    let witness_key = home.path().join("witness.key");
-    let wkey = {
-        let key = WitnessKey::generate("witness.example/w1").expect("witness key");
-        key.write_new(&witness_key).expect("write witness key");
-        key.verifier_key()
-    };
+    let (key_file, log, witness_key, wkey) = keys(&home);
     let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("addr");
     let witness =
         RunningWitness::start(any, &witness_key, &log, &home.path().join("witness.db")).await;

@@ -4,6 +4,7 @@
 //! missed is cosigned without the log having to grow.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,21 +96,25 @@ pub(crate) async fn served(
 /// `countersign-mcp --demo --http --serve-log` in `home`, signing with `key_file` every
 /// second and submitting to the witness `witness` (`URL=VKEY`).
 pub(crate) async fn serve(home: &Home, key_file: &std::path::Path, witness: &str) -> HttpProc {
-    home.http(&[
-        "--demo",
-        "--http",
-        "127.0.0.1:0",
-        "--serve-log",
-        "--log-key",
-        key_file.to_str().expect("utf-8 path"),
-        "--log-origin",
-        ORIGIN,
-        "--checkpoint-interval",
-        "1s",
-        "--witness",
-        witness,
-    ])
-    .await
+    home.serve_log(key_file, ORIGIN, &["--witness", witness])
+        .await
+}
+
+/// The log's key and a witness's key, each in a file of `home`: (log key file, log verifier
+/// key, witness key file, witness verifier key).
+pub(crate) fn keys(home: &Home) -> (PathBuf, VerifierKey, PathBuf, VerifierKey) {
+    let key_file = home.path().join("log.key");
+    let log_key = LogKey::generate(ORIGIN).expect("log key");
+    log_key.write_new(&key_file).expect("write key");
+    let witness_key = home.path().join("witness.key");
+    let key = WitnessKey::generate("witness.example/w1").expect("witness key");
+    key.write_new(&witness_key).expect("write witness key");
+    (
+        key_file,
+        log_key.verifier_key(),
+        witness_key,
+        key.verifier_key(),
+    )
 }
 
 pub(crate) async fn propose(server: &HttpProc, titles: std::ops::Range<usize>) -> Vec<String> {
@@ -139,16 +144,7 @@ pub(crate) async fn propose(server: &HttpProc, titles: std::ops::Range<usize>) -
 #[tokio::test]
 async fn the_server_has_its_checkpoints_cosigned_and_goes_on_while_the_witness_is_down() {
     let home = Home::new(DEMO_POLICY);
-    let key_file = home.path().join("log.key");
-    let log_key = LogKey::generate(ORIGIN).expect("log key");
-    log_key.write_new(&key_file).expect("write key");
-    let log = log_key.verifier_key();
-    let witness_key = home.path().join("witness.key");
-    let wkey = {
-        let key = WitnessKey::generate("witness.example/w1").expect("witness key");
-        key.write_new(&witness_key).expect("write witness key");
-        key.verifier_key()
-    };
+    let (key_file, log, witness_key, wkey) = keys(&home);
     let state = home.path().join("witness.db");
     let witness = RunningWitness::start(
         "127.0.0.1:0".parse().expect("addr"),
