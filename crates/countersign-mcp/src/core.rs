@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
-use crate::notify::Notifier;
+use crate::notify::{Notifier, Secret};
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
 
@@ -180,6 +180,17 @@ impl Countersign {
     /// `CONFIG_INVALID` unless `base` is an absolute `http://` or `https://` URL.
     pub fn with_review_url(mut self, base: &str) -> Result<Self> {
         self.notifier = self.notifier.with_review_base(base)?;
+        Ok(self)
+    }
+
+    /// Signs every announcement per the Standard Webhooks specification with `secret`
+    /// (`whsec_` and the base64 of at least 24 bytes); `source` names where it was read, for
+    /// the error, which never repeats it.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` for a malformed secret.
+    pub fn with_notify_secret(mut self, secret: &str, source: &str) -> Result<Self> {
+        self.notifier = self.notifier.with_secret(Secret::parse(secret, source)?);
         Ok(self)
     }
 

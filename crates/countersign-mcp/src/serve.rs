@@ -19,6 +19,7 @@ use rmcp::{ServerHandler, ServiceExt};
 use crate::confirm::Confirmer;
 use crate::core::Countersign;
 use crate::error::{Error, Result};
+use crate::notify::SECRET_VAR;
 use crate::policy_text::{PolicyText, read_policy, read_rules};
 use crate::transport::GuardedTransport;
 
@@ -51,6 +52,34 @@ pub struct Options {
     /// server signs a checkpoint of the audit log's tree at most once per interval when it
     /// grew; without a key (named, or `log.key` in the home folder) none.
     pub checkpoints: CheckpointSettings,
+}
+
+/// Reads the secret announcements are signed with: the variable the policy's `notify_secret`
+/// names (which must then be set), else `COUNTERSIGN_NOTIFY_SECRET`. Without either they go
+/// unsigned, and a policy that sends any says so at start.
+///
+/// # Errors
+/// `CONFIG_INVALID` for a named variable that is unset or a malformed secret.
+fn notify_secret(core: Countersign) -> Result<Countersign> {
+    let policy = core.gate().policy();
+    let var = policy.notify_secret_var().unwrap_or(SECRET_VAR);
+    match std::env::var(var) {
+        Ok(secret) => {
+            let secret = zeroize::Zeroizing::new(secret);
+            core.with_notify_secret(&secret, var)
+        }
+        Err(std::env::VarError::NotPresent) if policy.notify_secret_var().is_none() => {
+            if policy.notifies() {
+                tracing::warn!(
+                    "notifications are sent unsigned: set {SECRET_VAR} or the policy's notify_secret"
+                );
+            }
+            Ok(core)
+        }
+        Err(_) => Err(Error::Config(format!(
+            "notify_secret names {var}, which is not set to a whsec_ secret"
+        ))),
+    }
 }
 
 impl Options {
@@ -99,10 +128,10 @@ impl Options {
         if let Some(key) = self.checkpoints.start(&core.shared_gate(), &store_ledger)? {
             core = core.with_log_key(key);
         }
-        match &self.review_url {
-            Some(base) => core.with_review_url(base),
-            None => Ok(core),
+        if let Some(base) = &self.review_url {
+            core = core.with_review_url(base)?;
         }
+        notify_secret(core)
     }
 
     /// The id of the store's own replay ledger, from which the log's origin is derived when

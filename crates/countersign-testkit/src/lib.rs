@@ -5,7 +5,8 @@
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
 //! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own), `browser`
 //! (headless Chromium with a virtual passkey authenticator) and `golog` (Go's reference
-//! implementation of the log's formats, as a checker). `timing`, `ssh` (keys made by
+//! implementation of the log's formats, as a checker), `webhooks` (a notification receiver and
+//! the `standardwebhooks` package as the judge of signatures). `timing`, `ssh` (keys made by
 //! `ssh-keygen`), `policy` (policy text shared by suites and benchmarks) and [`require_env`]
 //! need nothing.
 
@@ -24,6 +25,8 @@ pub mod postgres;
 pub mod replay;
 pub mod ssh;
 pub mod timing;
+#[cfg(feature = "webhooks")]
+pub mod webhooks;
 
 /// The value of the environment variable `var` when it is set and not empty.
 ///

@@ -221,6 +221,9 @@ pub struct Policy {
     digest: Option<countersign_canon::Digest>,
     /// The budgets rules read (`[budgets.NAME]`), in name order.
     budgets: Vec<Budget>,
+    /// The environment variable holding the secret notifications are signed with
+    /// (`[defaults] notify_secret = "env:NAME"`).
+    notify_secret: Option<String>,
 }
 
 impl Policy {
@@ -279,6 +282,23 @@ impl Policy {
     #[must_use]
     pub fn limits(&self) -> &quota::Limits {
         &self.limits
+    }
+
+    /// The name of the environment variable holding the `whsec_` secret the notifications are
+    /// signed with (`[defaults] notify_secret = "env:NAME"`), if the policy names one.
+    #[must_use]
+    pub fn notify_secret_var(&self) -> Option<&str> {
+        self.notify_secret.as_deref()
+    }
+
+    /// Whether any tool's policy (or `[defaults]`) announces its drafts (`notify`).
+    #[must_use]
+    pub fn notifies(&self) -> bool {
+        self.exact
+            .values()
+            .chain(self.globs.iter().map(|e| &e.policy))
+            .chain(&self.fallback)
+            .any(|p| p.notify.is_some())
     }
 
     /// The budgets (`[budgets.NAME]`), in name order.

@@ -54,6 +54,9 @@ struct RawDefaults {
     /// The older name of `approval_wait`, accepted here only.
     draft_ttl: Option<String>,
     notify: Option<String>,
+    /// `env:NAME`: the environment variable holding the `whsec_` secret notifications are
+    /// signed with. Never the secret itself: policy files are shared, signed and shown.
+    notify_secret: Option<String>,
     mode: Option<Mode>,
     risk: Option<String>,
     approval: Option<ApprovalChannel>,
@@ -113,6 +116,11 @@ impl Policy {
             )?,
         };
         let default_notify = defaults.notify.as_deref().map(notify_url).transpose()?;
+        let notify_secret = defaults
+            .notify_secret
+            .as_deref()
+            .map(notify_secret_var)
+            .transpose()?;
         let default_rate = defaults.rate.map(rate).transpose()?;
         let default_risk_name = defaults.risk.as_deref().map(risk).transpose()?;
         let default_approvers = ApproverRule::from_raw(defaults.approvers.clone())?;
@@ -208,6 +216,7 @@ impl Policy {
             rules: None,
             digest: None,
             budgets: budget::from_raw(raw.budgets)?,
+            notify_secret,
         };
         // As if an approvers file were configured: only an explicit `signed = false` fails here.
         policy.check_signing(true)?;
@@ -281,6 +290,27 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
 fn risk(name: &str) -> Result<Risk> {
     name.parse()
         .map_err(|e: countersign_token::Error| Error::Config(e.to_string()))
+}
+
+/// Checks `notify_secret`: `env:NAME`, the name of an environment variable. A secret written in
+/// the policy itself is refused (without repeating it): the file is shared, signed and digested.
+fn notify_secret_var(spec: &str) -> Result<String> {
+    let name = spec.strip_prefix("env:").ok_or_else(|| {
+        Error::Config(
+            "notify_secret: name the environment variable holding the secret as env:NAME; \
+             the secret itself is never written in the policy"
+                .into(),
+        )
+    })?;
+    if name.is_empty()
+        || name.starts_with(|c: char| c.is_ascii_digit())
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(Error::Config(format!(
+            "notify_secret: {name:?} is not an environment variable name"
+        )));
+    }
+    Ok(name.to_owned())
 }
 
 /// Checks a `notify` URL: `http://HOST[:PORT][/PATH][?QUERY]`, nothing else. HTTPS is refused

@@ -320,3 +320,29 @@ fn a_quorum_over_unsigned_approvals_is_refused() {
     let p = Policy::from_toml("[tools.a]\nquorum = 1\nsigned = false\n").expect("parses");
     p.check_signing(false).expect("one person");
 }
+
+#[test]
+fn notify_secret_names_an_environment_variable_never_the_secret() {
+    let p = Policy::from_toml("[defaults]\nnotify_secret = \"env:HOOK_SECRET\"\n").expect("env");
+    assert_eq!(p.notify_secret_var(), Some("HOOK_SECRET"));
+    assert_eq!(
+        Policy::from_toml("").expect("empty").notify_secret_var(),
+        None
+    );
+    for bad in [
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "env:",
+        "env:1X",
+        "env:A-B",
+    ] {
+        let e =
+            Policy::from_toml(&format!("[defaults]\nnotify_secret = {bad:?}\n")).expect_err(bad);
+        assert_eq!(e.code().as_str(), "CONFIG_INVALID", "{bad}");
+        assert!(
+            !e.to_string().contains("MfKQ9r8G"),
+            "the secret was repeated: {e}"
+        );
+    }
+    let e = Policy::from_toml("[tools.a]\nnotify_secret = \"env:X\"\n").expect_err("per tool");
+    assert_eq!(e.code().as_str(), "CONFIG_INVALID");
+}

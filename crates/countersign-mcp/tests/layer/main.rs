@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod confirm;
 mod notify;
+mod notify_signed;
 mod rules;
 
 /// The wrapped handler: `launch` (may have side effects) and `peek` (read-only), each call

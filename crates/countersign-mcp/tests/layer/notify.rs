@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use countersign_mcp::Countersign;
+use countersign_testkit::webhooks::one_request;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::{call, connect, counting};
@@ -15,47 +15,11 @@ use super::{call, connect, counting};
 /// the announcement's own 5-second timeout.
 const BOUND: Duration = Duration::from_secs(2);
 
-fn policy(hook: &str) -> String {
+pub(super) fn policy(hook: &str) -> String {
     format!(
         "[tools.\"launch\"]\nmode = \"approval\"\nnotify = \"{hook}\"\n\
          fields = {{ \"/secret\" = \"hidden\" }}\n"
     )
-}
-
-/// Reads one HTTP request (head and `Content-Length` body) from the first connection, answers
-/// 204, and returns the head and the body.
-async fn one_request(listener: TcpListener) -> (String, Vec<u8>) {
-    let (mut socket, _) = listener.accept().await.expect("accept");
-    let mut read = Vec::new();
-    let mut chunk = [0_u8; 4096];
-    let (head, length) = loop {
-        let n = socket.read(&mut chunk).await.expect("read");
-        assert!(n > 0, "the connection closed before the head ended");
-        read.extend_from_slice(&chunk[..n]);
-        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8(read[..end].to_vec()).expect("ASCII head");
-            let length = head
-                .lines()
-                .find_map(|l| {
-                    let (name, value) = l.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse::<usize>().expect("length"))
-                })
-                .expect("a Content-Length");
-            read.drain(..end + 4);
-            break (head, length);
-        }
-    };
-    while read.len() < length {
-        let n = socket.read(&mut chunk).await.expect("read");
-        assert!(n > 0, "the connection closed inside the body");
-        read.extend_from_slice(&chunk[..n]);
-    }
-    socket
-        .write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("answer");
-    (head, read)
 }
 
 #[tokio::test]
@@ -83,10 +47,11 @@ async fn a_new_draft_is_announced_without_its_arguments() {
     assert_eq!(s["error"]["code"], "APPROVAL_REQUIRED");
     let draft = s["draft_id"].as_str().expect("draft").to_owned();
 
-    let (head, body) = tokio::time::timeout(Duration::from_secs(10), received)
+    let got = tokio::time::timeout(Duration::from_secs(10), received)
         .await
         .expect("the announcement arrives")
         .expect("listener");
+    let (head, body) = (got.head, got.body);
     assert!(
         head.starts_with("POST /hooks/countersign?team=ops HTTP/1.1\r\n"),
         "{head}"
@@ -129,11 +94,11 @@ async fn without_a_review_url_the_link_is_null() {
     let client = connect(Arc::new(core), counting()).await;
     let r = call(&client, "launch", json!({"target": "mars"})).await;
     let s = r.structured_content.expect("structured");
-    let (_, body) = tokio::time::timeout(Duration::from_secs(10), received)
+    let got = tokio::time::timeout(Duration::from_secs(10), received)
         .await
         .expect("the announcement arrives")
         .expect("listener");
-    let body: Value = serde_json::from_slice(&body).expect("JSON");
+    let body: Value = serde_json::from_slice(&got.body).expect("JSON");
     assert_eq!(body["draft_id"], s["draft_id"]);
     assert_eq!(body["review"], Value::Null);
     client.cancel().await.expect("close");

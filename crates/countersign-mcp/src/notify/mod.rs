@@ -6,23 +6,26 @@
 //! timeout and at most one retry; whatever happens to it is logged and never reaches the call
 //! that proposed, which has already answered `APPROVAL_REQUIRED`. Plain HTTP only: the policy
 //! refuses `https://` URLs (docs/gate.md says how to reach an HTTPS endpoint through a bridge).
+//! With a secret, every POST is signed per the Standard Webhooks specification (`sign`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gate::Draft;
-use http_body_util::Full;
+use hyper::Uri;
 use hyper::body::Bytes;
-use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, USER_AGENT};
-use hyper::{Request, StatusCode, Uri};
-use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::error::{Error, Result};
 
-/// How long one attempt may take, connection included.
-const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
+mod send;
+mod sign;
+
+pub(crate) use sign::{SECRET_VAR, Secret};
+
+use send::{Failure, Message, attempt, shown};
+
 /// The pause before the one retry.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// Announcements on their way at once; beyond, new ones are dropped (and logged) rather than
@@ -34,6 +37,8 @@ const MAX_IN_FLIGHT: usize = 64;
 pub(crate) struct Notifier {
     /// `BASE` of the review links, `BASE/review/draft/ID`, without a trailing slash.
     review_base: Option<Arc<str>>,
+    /// Signs every POST when set.
+    secret: Option<Arc<Secret>>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -41,6 +46,7 @@ impl Default for Notifier {
     fn default() -> Self {
         Notifier {
             review_base: None,
+            secret: None,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }
@@ -63,6 +69,12 @@ impl Notifier {
         }
         self.review_base = Some(trimmed.into());
         Ok(self)
+    }
+
+    /// Signs every announcement with `secret` (Standard Webhooks).
+    pub(crate) fn with_secret(mut self, secret: Secret) -> Self {
+        self.secret = Some(Arc::new(secret));
+        self
     }
 
     /// The link to `draft`'s page, when a review URL was given.
@@ -99,16 +111,23 @@ impl Notifier {
             );
             return;
         };
-        let body = Bytes::from(self.body(draft).to_string());
+        let message = Message {
+            uri,
+            body: Bytes::from(self.body(draft).to_string()),
+            // One id for the message, kept on its retry, so a receiver can drop the duplicate.
+            id: sign::message_id(),
+            secret: self.secret.clone(),
+        };
         tokio::spawn(async move {
             let _permit = permit;
-            let first = attempt(&uri, body.clone()).await;
+            let uri = message.uri.clone();
+            let first = attempt(&message).await;
             let outcome = match first {
                 Err(Failure::Refused(status)) => Err(Failure::Refused(status)),
                 Err(first) => {
                     tracing::debug!(draft = %draft_id, error = %first, "announcement failed; one retry");
                     tokio::time::sleep(RETRY_PAUSE).await;
-                    attempt(&uri, body).await
+                    attempt(&message).await
                 }
                 ok => ok,
             };
@@ -121,83 +140,6 @@ impl Notifier {
                 );
             }
         });
-    }
-}
-
-/// Why an announcement failed.
-#[derive(Debug)]
-enum Failure {
-    /// The endpoint answered 4xx: sending the same again would be answered the same.
-    Refused(StatusCode),
-    /// Any other answer but 2xx.
-    Status(StatusCode),
-    Timeout,
-    Other(String),
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Refused(s) | Failure::Status(s) => write!(f, "answered {s}"),
-            Failure::Timeout => write!(f, "no answer within {}s", ATTEMPT_TIMEOUT.as_secs()),
-            Failure::Other(e) => f.write_str(e),
-        }
-    }
-}
-
-/// Scheme and authority only: a webhook's path and query often hold its secret.
-fn shown(uri: &Uri) -> String {
-    format!(
-        "{}://{}",
-        uri.scheme_str().unwrap_or("http"),
-        uri.authority().map_or("", |a| a.as_str())
-    )
-}
-
-async fn attempt(uri: &Uri, body: Bytes) -> std::result::Result<(), Failure> {
-    match tokio::time::timeout(ATTEMPT_TIMEOUT, post(uri, body)).await {
-        Ok(Ok(status)) if status.is_success() => Ok(()),
-        Ok(Ok(status)) if status.is_client_error() => Err(Failure::Refused(status)),
-        Ok(Ok(status)) => Err(Failure::Status(status)),
-        Ok(Err(e)) => Err(Failure::Other(e)),
-        Err(_) => Err(Failure::Timeout),
-    }
-}
-
-/// One POST over a fresh connection; the answer's status.
-async fn post(uri: &Uri, body: Bytes) -> std::result::Result<StatusCode, String> {
-    let (Some(host), Some(authority)) = (uri.host(), uri.authority()) else {
-        return Err("no host".into());
-    };
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
-    let stream = tokio::net::TcpStream::connect((host, port))
-        .await
-        .map_err(|e| format!("cannot connect: {e}"))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| e.to_string())?;
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let request = Request::post(path)
-        .header(HOST, authority.as_str())
-        .header(CONTENT_TYPE, "application/json")
-        .header(CONTENT_LENGTH, body.len())
-        .header(
-            USER_AGENT,
-            concat!("countersign/", env!("CARGO_PKG_VERSION")),
-        )
-        .body(Full::new(body))
-        .map_err(|e| e.to_string())?;
-    let response = sender.send_request(request);
-    tokio::pin!(conn, response);
-    // The connection is driven here rather than in a task of its own, so that the attempt's
-    // timeout drops it with everything else.
-    tokio::select! {
-        answer = &mut response => answer.map(|r| r.status()).map_err(|e| e.to_string()),
-        closed = &mut conn => match closed {
-            Err(e) => Err(e.to_string()),
-            Ok(()) => response.await.map(|r| r.status()).map_err(|e| e.to_string()),
-        },
     }
 }
 
