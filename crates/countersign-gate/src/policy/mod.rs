@@ -257,11 +257,15 @@ impl Policy {
     /// Whether any tool (or `[defaults]`) is in `rules` mode.
     #[must_use]
     pub fn uses_rules(&self) -> bool {
+        self.every_tool().any(|p| p.mode == Mode::Rules)
+    }
+
+    /// Every tool's policy: exact names, globs and `[defaults]`.
+    fn every_tool(&self) -> impl Iterator<Item = &ToolPolicy> {
         self.exact
             .values()
             .chain(self.globs.iter().map(|e| &e.policy))
             .chain(&self.fallback)
-            .any(|p| p.mode == Mode::Rules)
     }
 
     /// Refuses a policy that puts a tool in `rules` mode without a rules file: its calls could
@@ -294,11 +298,7 @@ impl Policy {
     /// Whether any tool's policy (or `[defaults]`) announces its drafts (`notify`).
     #[must_use]
     pub fn notifies(&self) -> bool {
-        self.exact
-            .values()
-            .chain(self.globs.iter().map(|e| &e.policy))
-            .chain(&self.fallback)
-            .any(|p| p.notify.is_some())
+        self.every_tool().any(|p| p.notify.is_some())
     }
 
     /// The budgets (`[budgets.NAME]`), in name order.
