@@ -25,6 +25,7 @@ use crate::error::{Error, Result, ShownDraft};
 use crate::notify::{Notifier, Secret};
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
+use countersign_gate::policy::NotifyEvent;
 
 /// How one tool's calls are handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -339,11 +340,7 @@ impl Countersign {
                 principal,
             })
             .await?;
-        if let Ok(policy) = self.gate.policy().lookup(draft.action())
-            && let Some(url) = &policy.notify
-        {
-            self.notifier.announce(url, &draft);
-        }
+        self.announce(&draft, NotifyEvent::Proposed);
         Ok(draft)
     }
 }
@@ -377,13 +374,26 @@ impl Countersign {
                 schema: Some(&schema),
             })
             .await?;
-        if let Decided::Ask { draft, .. } = &decided
-            && let Ok(policy) = self.gate.policy().lookup(draft.action())
-            && let Some(url) = &policy.notify
-        {
-            self.notifier.announce(url, draft);
+        if let Decided::Ask { draft, .. } = &decided {
+            self.announce(draft, NotifyEvent::Proposed);
         }
         Ok(decided)
+    }
+}
+
+impl Countersign {
+    /// Announces `event` of `draft` to its tool's `notify`, if it has one that wants it; sent in
+    /// the background, never failing or delaying the caller.
+    pub(crate) fn announce(&self, draft: &countersign_gate::Draft, event: NotifyEvent) {
+        let policy = self.gate.policy();
+        let Ok(tool) = policy.for_draft(draft) else {
+            return;
+        };
+        if let Some(notify) = &tool.notify {
+            let need = tool.need();
+            let have = u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX);
+            self.notifier.announce(notify, draft, event, (have, need));
+        }
     }
 }
 

@@ -31,6 +31,7 @@ mod budget;
 mod bundle;
 pub mod fields;
 mod glob;
+mod notify;
 mod parse;
 pub mod quota;
 pub mod rules;
@@ -41,6 +42,7 @@ pub use approver_rules::ApproverRule;
 pub use budget::{Budget, BudgetScope, Measure};
 pub use bundle::{PolicyBundle, RULES_FILE, beside};
 pub use countersign_token::RiskClass as Risk;
+pub use notify::{Notify, NotifyEvent, NotifyFormat};
 pub use parse::parse_duration;
 pub use sig_file::{AdminSignature, PolicySignatures, SIGNATURES_FILE};
 pub(crate) use signed::verify_admin;
@@ -157,9 +159,9 @@ pub struct ToolPolicy {
     /// How long a draft waits for a decision before it expires (`approval_wait`; in
     /// `[defaults]` also under its older name `draft_ttl`).
     pub approval_wait: Duration,
-    /// Where to announce each new draft (`notify`): an `http://` URL, checked when the policy is
-    /// parsed. The gate only carries it; the MCP layer sends.
-    pub notify: Option<String>,
+    /// Where and how to announce its drafts and their decisions (`notify`), checked when the
+    /// policy is parsed. The gate only carries it; the MCP layer sends.
+    pub notify: Option<Notify>,
     /// Who may approve it (section 6 `approvers`).
     pub approvers: ApproverRule,
     /// Distinct approvers needed, when the policy names a quorum.

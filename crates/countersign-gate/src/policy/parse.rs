@@ -14,6 +14,7 @@ use super::approver_rules::quorum;
 use super::budget::{self, RawBudget};
 use super::fields::FieldRule;
 use super::glob::is_glob;
+use super::notify::RawNotify;
 use super::quota::{Limits, RawLimits};
 use super::{
     ApprovalChannel, ApproverRule, DEFAULT_APPROVAL_TTL, DEFAULT_APPROVAL_WAIT, Entry, Mode,
@@ -53,7 +54,7 @@ struct RawDefaults {
     approval_wait: Option<String>,
     /// The older name of `approval_wait`, accepted here only.
     draft_ttl: Option<String>,
-    notify: Option<String>,
+    notify: Option<RawNotify>,
     /// `env:NAME`: the environment variable holding the `whsec_` secret notifications are
     /// signed with. Never the secret itself: policy files are shared, signed and shown.
     notify_secret: Option<String>,
@@ -80,7 +81,7 @@ struct RawTool {
     fields: BTreeMap<String, FieldRule>,
     approval_ttl: Option<String>,
     approval_wait: Option<String>,
-    notify: Option<String>,
+    notify: Option<RawNotify>,
     approvers: Option<Vec<String>>,
     quorum: Option<u32>,
     signed: Option<bool>,
@@ -115,7 +116,11 @@ impl Policy {
                 DEFAULT_APPROVAL_WAIT,
             )?,
         };
-        let default_notify = defaults.notify.as_deref().map(notify_url).transpose()?;
+        let default_notify = defaults
+            .notify
+            .as_ref()
+            .map(|n| n.check(notify_url))
+            .transpose()?;
         let notify_secret = defaults
             .notify_secret
             .as_deref()
@@ -174,8 +179,8 @@ impl Policy {
                     Some(t) => ttl(Some(t), DEFAULT_APPROVAL_WAIT)?,
                     None => approval_wait,
                 },
-                notify: match tool.notify.as_deref() {
-                    Some(url) => Some(notify_url(url)?),
+                notify: match &tool.notify {
+                    Some(n) => Some(n.check(notify_url)?),
                     None => default_notify.clone(),
                 },
                 approvers: match tool.approvers {

@@ -229,23 +229,42 @@ fn notify_per_tool_and_in_defaults() {
     )
     .expect("valid");
     assert_eq!(
-        p.lookup("a").expect("a").notify.as_deref(),
+        p.lookup("a")
+            .expect("a")
+            .notify
+            .as_ref()
+            .map(|n| n.url.as_str()),
         Some("http://hooks.internal/countersign?team=ops")
     );
     assert_eq!(
-        p.lookup("b").expect("b").notify.as_deref(),
+        p.lookup("b")
+            .expect("b")
+            .notify
+            .as_ref()
+            .map(|n| n.url.as_str()),
         Some("http://127.0.0.1:8080/hook")
     );
     assert_eq!(
-        p.lookup("other").expect("fallback").notify.as_deref(),
+        p.lookup("other")
+            .expect("fallback")
+            .notify
+            .as_ref()
+            .map(|n| n.url.as_str()),
         Some("http://127.0.0.1:8080/hook")
     );
     let p = Policy::from_toml(EXAMPLE).expect("valid");
-    assert_eq!(p.lookup("publish_post").expect("known").notify, None);
+    assert!(p.lookup("publish_post").expect("known").notify.is_none());
     for good in ["http://[::1]:9/x", "http://localhost", "http://h:65535"] {
         let text = format!("[tools.a]\nnotify = \"{good}\"\n");
         let p = Policy::from_toml(&text).expect(good);
-        assert_eq!(p.lookup("a").expect("a").notify.as_deref(), Some(good));
+        assert_eq!(
+            p.lookup("a")
+                .expect("a")
+                .notify
+                .as_ref()
+                .map(|n| n.url.as_str()),
+            Some(good)
+        );
     }
 }
 
@@ -345,4 +364,34 @@ fn notify_secret_names_an_environment_variable_never_the_secret() {
     }
     let e = Policy::from_toml("[tools.a]\nnotify_secret = \"env:X\"\n").expect_err("per tool");
     assert_eq!(e.code().as_str(), "CONFIG_INVALID");
+}
+
+#[test]
+fn notify_as_a_table_names_a_format_and_events() {
+    use crate::policy::{NotifyEvent, NotifyFormat};
+    let p = Policy::from_toml(
+        "[tools.a]\nnotify = { url = \"http://h/x\", format = \"slack\", events = [\"approved\", \"ran\"] }\n\
+         [tools.b]\nnotify = { url = \"http://h/y\", format = \"teams\" }\n\
+         [tools.c]\nnotify = \"http://h/z\"\n",
+    )
+    .expect("policy");
+    let a = p.lookup("a").expect("a").notify.clone().expect("notify");
+    assert_eq!(a.format, NotifyFormat::Slack);
+    assert!(a.wants(NotifyEvent::Approved) && a.wants(NotifyEvent::Ran));
+    assert!(!a.wants(NotifyEvent::Proposed));
+    let b = p.lookup("b").expect("b").notify.clone().expect("notify");
+    assert_eq!(b.format, NotifyFormat::Teams);
+    assert!(NotifyEvent::ALL.iter().all(|e| b.wants(*e)));
+    let c = p.lookup("c").expect("c").notify.clone().expect("notify");
+    assert_eq!(c.format, NotifyFormat::Json);
+    for bad in [
+        "notify = { url = \"http://h/\", format = \"discord\" }",
+        "notify = { url = \"http://h/\", events = [\"deleted\"] }",
+        "notify = { url = \"http://h/\", events = [] }",
+        "notify = { url = \"http://h/\", colour = \"red\" }",
+        "notify = { url = \"ftp://h/\" }",
+    ] {
+        let e = Policy::from_toml(&format!("[tools.a]\n{bad}\n")).expect_err(bad);
+        assert_eq!(e.code().as_str(), "CONFIG_INVALID", "{bad}");
+    }
 }

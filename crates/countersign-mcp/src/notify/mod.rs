@@ -12,18 +12,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign_gate::Draft;
+use countersign_gate::policy::{Notify, NotifyEvent};
 use hyper::Uri;
 use hyper::body::Bytes;
-use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
 use crate::error::{Error, Result};
 
+mod format;
 mod send;
 mod sign;
 
 pub(crate) use sign::{SECRET_VAR, Secret};
 
+use format::Facts;
 use send::{Failure, Message, attempt, shown};
 
 /// The pause before the one retry.
@@ -83,22 +85,27 @@ impl Notifier {
         Some(format!("{base}/review/draft/{}", draft.id()))
     }
 
-    /// The body announcing `draft`.
-    pub(crate) fn body(&self, draft: &Draft) -> Value {
-        json!({
-            "type": "countersign/draft",
-            "draft_id": draft.id().as_str(),
-            "action": draft.action(),
-            "revision": draft.revision().to_hex(),
-            "review": self.review_link(draft),
-            "created_at_ms": draft.created_at(),
-        })
-    }
-
-    /// Announces `draft` to `url` from a task of its own; returns at once.
-    pub(crate) fn announce(&self, url: &str, draft: &Draft) {
+    /// Announces `event` of `draft`, with `approvals` had and needed, to `notify` (when it
+    /// wants that event) from a task of its own; returns at once.
+    pub(crate) fn announce(
+        &self,
+        notify: &Notify,
+        draft: &Draft,
+        event: NotifyEvent,
+        approvals: (u32, u32),
+    ) {
+        if !notify.wants(event) {
+            return;
+        }
+        let facts = Facts {
+            draft,
+            event,
+            review: self.review_link(draft),
+            approvals,
+        };
+        let body = facts.body(notify.format).to_string();
         let draft_id = draft.id().to_string();
-        let Ok(uri) = url.parse::<Uri>() else {
+        let Ok(uri) = notify.url.parse::<Uri>() else {
             // The policy checked the URL; this is a URL the HTTP parser still refuses.
             tracing::warn!(draft = %draft_id, "notify URL not usable; draft not announced");
             return;
@@ -113,7 +120,7 @@ impl Notifier {
         };
         let message = Message {
             uri,
-            body: Bytes::from(self.body(draft).to_string()),
+            body: Bytes::from(body),
             // One id for the message, kept on its retry, so a receiver can drop the duplicate.
             id: sign::message_id(),
             secret: self.secret.clone(),

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 mod confirm;
 mod notify;
+mod notify_formats;
 mod notify_signed;
 mod rules;
 

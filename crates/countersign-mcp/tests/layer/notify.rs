@@ -74,6 +74,7 @@ async fn a_new_draft_is_announced_without_its_arguments() {
         body,
         json!({
             "type": "countersign/draft",
+            "event": "proposed",
             "draft_id": draft,
             "action": "launch",
             "revision": s["revision"],

@@ -1,0 +1,122 @@
+//! The chat formats: a Slack Block Kit message and a Teams Adaptive Card carry the action, its
+//! risk, who proposed it, the approvals had and needed and a Review link, and no format carries
+//! an argument value (a unique marker sent in every argument never appears in what arrives).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use countersign_mcp::Countersign;
+use countersign_testkit::webhooks::{Received, one_request};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use super::{call, connect, counting};
+
+/// A value no announcement may hold.
+const MARKER: &str = "m4rk3r-7f3a9c";
+
+/// Proposes one `launch` call, every argument holding the marker, under a policy announcing in
+/// `format`; returns what arrived and the draft id.
+async fn announced(format: &str) -> (Received, String) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!("http://{}/", listener.local_addr().expect("addr"));
+    let received = tokio::spawn(one_request(listener));
+    let policy = format!(
+        "[tools.\"launch\"]\nmode = \"approval\"\nquorum = 1\n\
+         notify = {{ url = \"{hook}\", format = \"{format}\" }}\n\
+         fields = {{ \"/secret\" = \"hidden\" }}\n"
+    );
+    let core = Countersign::in_memory(Some(&policy))
+        .expect("layer")
+        .with_review_url("https://review.example.org")
+        .expect("review URL");
+    let client = connect(Arc::new(core), counting()).await;
+    let r = call(
+        &client,
+        "launch",
+        json!({"target": MARKER, "secret": MARKER, "nested": {"deep": [MARKER]}}),
+    )
+    .await;
+    let s = r.structured_content.expect("structured");
+    assert_eq!(s["error"]["code"], "APPROVAL_REQUIRED");
+    let got = tokio::time::timeout(Duration::from_secs(10), received)
+        .await
+        .expect("the announcement arrives")
+        .expect("listener");
+    client.cancel().await.expect("close");
+    for (name, value) in &got.headers {
+        assert!(
+            !value.to_string().contains(MARKER),
+            "header {name}: {value}"
+        );
+    }
+    assert!(!got.text().contains(MARKER), "{format}: {}", got.text());
+    (got, s["draft_id"].as_str().expect("draft").to_owned())
+}
+
+#[tokio::test]
+async fn slack_gets_a_block_kit_message_with_a_review_button() {
+    let (got, draft) = announced("slack").await;
+    let body: Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(body["text"], "Approval needed: launch");
+    let blocks = body["blocks"].as_array().expect("blocks");
+    assert_eq!(blocks[0]["type"], "header");
+    let fields: Vec<&str> = blocks[1]["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .map(|f| f["text"].as_str().expect("text"))
+        .collect();
+    assert!(fields.contains(&"Action: launch"), "{fields:?}");
+    assert!(fields.contains(&"Approvals: 0 of 1"), "{fields:?}");
+    assert!(fields.iter().any(|f| f.starts_with("Risk: ")), "{fields:?}");
+    assert!(
+        fields.iter().any(|f| f.starts_with("Proposed by: ")),
+        "{fields:?}"
+    );
+    let button = &blocks[2]["elements"][0];
+    assert_eq!(button["type"], "button");
+    assert_eq!(button["text"]["text"], "Review");
+    assert_eq!(
+        button["url"],
+        format!("https://review.example.org/review/draft/{draft}")
+    );
+}
+
+#[tokio::test]
+async fn teams_gets_an_adaptive_card_in_a_message() {
+    let (got, draft) = announced("teams").await;
+    let body: Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(body["type"], "message");
+    let attachment = &body["attachments"][0];
+    assert_eq!(
+        attachment["contentType"],
+        "application/vnd.microsoft.card.adaptive"
+    );
+    let card = &attachment["content"];
+    assert_eq!(card["type"], "AdaptiveCard");
+    assert_eq!(card["body"][0]["text"], "Approval needed: launch");
+    let facts = card["body"][1]["facts"].as_array().expect("facts");
+    let fact = |t: &str| {
+        facts
+            .iter()
+            .find(|f| f["title"] == t)
+            .map(|f| f["value"].clone())
+    };
+    assert_eq!(fact("Action"), Some(json!("launch")));
+    assert_eq!(fact("Approvals"), Some(json!("0 of 1")));
+    assert_eq!(fact("Draft"), Some(json!(draft)));
+    assert_eq!(card["actions"][0]["type"], "Action.OpenUrl");
+    assert_eq!(
+        card["actions"][0]["url"],
+        format!("https://review.example.org/review/draft/{draft}")
+    );
+}
+
+#[tokio::test]
+async fn json_names_the_event() {
+    let (got, draft) = announced("json").await;
+    let body: Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(body["event"], "proposed");
+    assert_eq!(body["draft_id"], draft);
+}
