@@ -391,8 +391,26 @@ impl Countersign {
         };
         if let Some(notify) = &tool.notify {
             let need = tool.need();
-            let have = u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX);
+            // A run consumed its approvals, which the state no longer lists; it ran only once
+            // they met the quorum.
+            let have = match event {
+                NotifyEvent::Ran | NotifyEvent::Failed => need,
+                _ => u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX),
+            };
             self.notifier.announce(notify, draft, event, (have, need));
+        }
+    }
+
+    /// Announces `event` of the draft `draft_id` as it stands now (a decision just made in this
+    /// process). The draft is read back only when the policy announces anything at all, so a
+    /// policy without `notify` pays nothing; a draft that cannot be read is not announced.
+    pub(crate) async fn announce_decided(&self, draft_id: &str, event: NotifyEvent) {
+        if !self.gate.policy().notifies() {
+            return;
+        }
+        match self.gate.draft(draft_id).await {
+            Ok(draft) => self.announce(&draft, event),
+            Err(e) => tracing::warn!(draft = draft_id, error = %e, "decision not announced"),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! it), and always with the stored canonical arguments a person approved, never the caller's
 //! copy. The stdio proxy and the demo are both a `Gated` around a plain handler.
 
+use countersign_gate::policy::NotifyEvent;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -358,10 +359,20 @@ impl<H: ServerHandler> Gated<H> {
             listing: &listing,
             core: &self.core,
         };
-        let execution = gate
-            .execute(draft_id, revision, operation_id, &port)
-            .await?;
-        Ok(crate::core::executed(&execution))
+        let execution = gate.execute(draft_id, revision, operation_id, &port).await;
+        match &execution {
+            // A replayed result announces nothing: the run it records was announced then.
+            Ok(done) if !done.replay => {
+                self.core.announce_decided(draft_id, NotifyEvent::Ran).await;
+            }
+            Err(e) if e.code().as_str() == "UPSTREAM_ERROR" => {
+                self.core
+                    .announce_decided(draft_id, NotifyEvent::Failed)
+                    .await;
+            }
+            _ => {}
+        }
+        Ok(crate::core::executed(&execution?))
     }
 }
 

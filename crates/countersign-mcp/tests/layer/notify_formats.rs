@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use countersign_gate::policy::Channel;
 use countersign_mcp::Countersign;
 use countersign_testkit::webhooks::{Received, one_request};
 use serde_json::{Value, json};
@@ -119,4 +120,40 @@ async fn json_names_the_event() {
     let body: Value = serde_json::from_slice(&got.body).expect("JSON");
     assert_eq!(body["event"], "proposed");
     assert_eq!(body["draft_id"], draft);
+}
+
+#[tokio::test]
+async fn a_run_is_announced_and_events_left_out_are_not() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!("http://{}/", listener.local_addr().expect("addr"));
+    // Only `ran`: the proposal must not be announced, so the first request is the run's.
+    let received = tokio::spawn(one_request(listener));
+    let policy = format!(
+        "[tools.\"launch\"]\nmode = \"approval\"\n\
+         notify = {{ url = \"{hook}\", format = \"slack\", events = [\"ran\"] }}\n"
+    );
+    let core = Arc::new(Countersign::in_memory(Some(&policy)).expect("layer"));
+    let client = connect(core.clone(), counting()).await;
+    let r = call(&client, "launch", json!({"target": MARKER})).await;
+    let s = r.structured_content.expect("structured");
+    let (draft, revision) = (
+        s["draft_id"].as_str().expect("draft").to_owned(),
+        s["revision"].as_str().expect("revision").to_owned(),
+    );
+    core.gate()
+        .approve(&draft, &revision, "tester", Channel::Cli)
+        .await
+        .expect("approve");
+    let exec = json!({"draft_id": draft, "revision": revision, "operation_id": "op-1"});
+    let r = call(&client, "countersign_execute", exec.clone()).await;
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    let got = tokio::time::timeout(Duration::from_secs(10), received)
+        .await
+        .expect("the run is announced")
+        .expect("listener");
+    let body: Value = serde_json::from_slice(&got.body).expect("JSON");
+    assert_eq!(body["text"], "Ran: launch", "{body}");
+    assert!(!got.text().contains(MARKER), "{}", got.text());
+    assert!(got.text().contains("Approvals: 1 of 1"), "{}", got.text());
+    client.cancel().await.expect("close");
 }
