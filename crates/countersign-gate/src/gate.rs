@@ -16,6 +16,7 @@ use countersign_token::{Clock, SystemClock};
 
 use crate::approval::Approvers;
 use crate::audit::Anchor;
+use crate::decisions::DecisionsSlot;
 use crate::error::{Error, Result};
 use crate::in_force::{Cell, InForce};
 use crate::model::{Draft, DraftId, DraftSummary, Page};
@@ -44,6 +45,8 @@ pub struct Gate {
     pub(crate) lease: Duration,
     pub(crate) refusals: Refusals,
     pub(crate) ledger: Option<Ledger>,
+    /// Told of each approval and rejection recorded here (see [`crate::Decisions`]).
+    pub(crate) decisions: DecisionsSlot,
 }
 
 impl Gate {
@@ -59,6 +62,7 @@ impl Gate {
             lease: Duration::from_secs(600),
             refusals: Refusals::default(),
             ledger: None,
+            decisions: DecisionsSlot::default(),
         }
     }
 

@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
-use crate::notify::{Notifier, Secret};
+use crate::notify::{Announcer, Secret};
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
 use countersign_gate::policy::NotifyEvent;
@@ -78,7 +78,8 @@ pub struct Countersign {
     /// The digests of the tool definitions seen last.
     tool_digests: Arc<ToolDigests>,
     /// Announces new drafts to the policy's `notify` URLs.
-    notifier: Notifier,
+    /// Also told of decisions by the gate.
+    announcer: Arc<Announcer>,
     /// The verifier key of the log this process signs checkpoints of, if it signs any.
     log_key: Option<VerifierKey>,
 }
@@ -139,6 +140,8 @@ impl Countersign {
     /// The one place the struct is put together: every constructor starts from the same
     /// defaults.
     fn assemble(gate: Arc<Gate>, written: Option<Policy>, confirm: Option<Confirmer>) -> Self {
+        let announcer = Arc::<Announcer>::default();
+        gate.tell_decisions(announcer.clone());
         Countersign {
             gate,
             written: RwLock::new(written.map(Arc::new)),
@@ -146,7 +149,7 @@ impl Countersign {
             limits: Limits::DEFAULT,
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: Arc::default(),
-            notifier: Notifier::default(),
+            announcer,
             log_key: None,
         }
     }
@@ -162,6 +165,7 @@ impl Countersign {
     /// Replaces the gate (e.g. one with a test clock or an audit anchor).
     #[must_use]
     pub fn with_gate(mut self, gate: Gate) -> Self {
+        gate.tell_decisions(self.announcer.clone());
         self.gate = Arc::new(gate);
         self
     }
@@ -179,8 +183,8 @@ impl Countersign {
     ///
     /// # Errors
     /// `CONFIG_INVALID` unless `base` is an absolute `http://` or `https://` URL.
-    pub fn with_review_url(mut self, base: &str) -> Result<Self> {
-        self.notifier = self.notifier.with_review_base(base)?;
+    pub fn with_review_url(self, base: &str) -> Result<Self> {
+        self.announcer.configure(|n| n.with_review_base(base))?;
         Ok(self)
     }
 
@@ -190,8 +194,9 @@ impl Countersign {
     ///
     /// # Errors
     /// `CONFIG_INVALID` for a malformed secret.
-    pub fn with_notify_secret(mut self, secret: &str, source: &str) -> Result<Self> {
-        self.notifier = self.notifier.with_secret(Secret::parse(secret, source)?);
+    pub fn with_notify_secret(self, secret: &str, source: &str) -> Result<Self> {
+        let secret = Secret::parse(secret, source)?;
+        self.announcer.configure(|n| Ok(n.with_secret(secret)))?;
         Ok(self)
     }
 
@@ -385,19 +390,8 @@ impl Countersign {
     /// Announces `event` of `draft` to its tool's `notify`, if it has one that wants it; sent in
     /// the background, never failing or delaying the caller.
     pub(crate) fn announce(&self, draft: &countersign_gate::Draft, event: NotifyEvent) {
-        let policy = self.gate.policy();
-        let Ok(tool) = policy.for_draft(draft) else {
-            return;
-        };
-        if let Some(notify) = &tool.notify {
-            let need = tool.need();
-            // A run consumed its approvals, which the state no longer lists; it ran only once
-            // they met the quorum.
-            let have = match event {
-                NotifyEvent::Ran | NotifyEvent::Failed => need,
-                _ => u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX),
-            };
-            self.notifier.announce(notify, draft, event, (have, need));
+        if let Ok(tool) = self.gate.policy().for_draft(draft) {
+            self.announcer.announce(&tool, draft, event);
         }
     }
 

@@ -19,7 +19,6 @@ use countersign_canon::{Object, Principal, Value as CanonValue, show_escaped};
 use countersign_gate::Draft;
 use countersign_gate::policy::ApprovalChannel;
 use countersign_gate::policy::Channel;
-use countersign_gate::policy::NotifyEvent;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ElicitRequest, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
@@ -252,7 +251,6 @@ impl Asked<'_> {
             Ok(Verdict::Approve) => {
                 gate.approve(id, &revision, &self.approver, Channel::Elicitation)
                     .await?;
-                self.core.announce_decided(id, NotifyEvent::Approved).await;
                 tracing::info!(draft = id, approver = %self.approver, "approved in the host");
                 Ok(Next::Run {
                     draft_id: id.to_owned(),
@@ -263,7 +261,6 @@ impl Asked<'_> {
             Ok(Verdict::Refuse) => {
                 gate.reject(id, &self.approver, Some("declined in the host"))
                     .await?;
-                self.core.announce_decided(id, NotifyEvent::Rejected).await;
                 let result = Error::DeclinedInHost {
                     draft_id: id.to_owned(),
                     revision,

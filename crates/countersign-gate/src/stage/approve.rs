@@ -15,6 +15,7 @@ use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, DraftId};
+use crate::policy::NotifyEvent;
 use crate::policy::{Channel, Policy};
 use crate::state::{Approval, State};
 use crate::store::{Commit, Snapshot};
@@ -58,8 +59,13 @@ impl Gate {
             evidence: None,
             approvers: force.approvers(),
         };
-        self.on_draft(id, |snap| decide_approve(snap, policy, &input, &event, now))
-            .await
+        let approval = self
+            .on_draft(id.clone(), |snap| {
+                decide_approve(snap, policy, &input, &event, now)
+            })
+            .await?;
+        self.tell(id.as_str(), NotifyEvent::Approved).await;
+        Ok(approval)
     }
 
     /// Approves every (draft, revision) pair of a signed approval statement.
@@ -119,6 +125,9 @@ impl Gate {
                 })
                 .await?,
             );
+        }
+        for (id, _) in checked.statement.items() {
+            self.tell(id.as_str(), NotifyEvent::Approved).await;
         }
         Ok(approvals)
     }

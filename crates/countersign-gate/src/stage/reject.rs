@@ -8,6 +8,7 @@ use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::model::DraftId;
+use crate::policy::NotifyEvent;
 use crate::policy::Policy;
 use crate::state::State;
 use crate::store::{Commit, Snapshot};
@@ -35,8 +36,12 @@ impl Gate {
             reason,
             approvers,
         };
-        self.on_draft(id, |snap| decide_reject(snap, policy, &input, &event))
-            .await
+        self.on_draft(id.clone(), |snap| {
+            decide_reject(snap, policy, &input, &event)
+        })
+        .await?;
+        self.tell(id.as_str(), NotifyEvent::Rejected).await;
+        Ok(())
     }
 }
 

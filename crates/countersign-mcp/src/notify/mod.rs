@@ -8,11 +8,11 @@
 //! refuses `https://` URLs (docs/gate.md says how to reach an HTTPS endpoint through a bridge).
 //! With a secret, every POST is signed per the Standard Webhooks specification (`sign`).
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use countersign_gate::Draft;
-use countersign_gate::policy::{Notify, NotifyEvent};
+use countersign_gate::policy::{Notify, NotifyEvent, ToolPolicy};
+use countersign_gate::{Decisions, Draft};
 use hyper::Uri;
 use hyper::body::Bytes;
 use tokio::sync::Semaphore;
@@ -33,6 +33,53 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 /// Announcements on their way at once; beyond, new ones are dropped (and logged) rather than
 /// piling up behind an endpoint that does not answer.
 const MAX_IN_FLIGHT: usize = 64;
+
+/// The layer's [`Notifier`], shared with the gate as its [`Decisions`]: the gate tells it of the
+/// approvals and rejections it records (on the review page, in the host, through the API), the
+/// layer of proposals and runs, and both announce through the same settings.
+#[derive(Debug, Default)]
+pub(crate) struct Announcer(RwLock<Notifier>);
+
+impl Announcer {
+    /// Changes the notifier's settings.
+    ///
+    /// # Errors
+    /// Whatever `change` refuses (`CONFIG_INVALID`).
+    pub(crate) fn configure(
+        &self,
+        change: impl FnOnce(Notifier) -> Result<Notifier>,
+    ) -> Result<()> {
+        let mut held = self
+            .0
+            .write()
+            .map_err(|_| Error::Config("the notifier's settings are poisoned".into()))?;
+        *held = change(held.clone())?;
+        Ok(())
+    }
+
+    /// Announces `event` of `draft` to `tool`'s `notify`, if it has one that wants it.
+    pub(crate) fn announce(&self, tool: &ToolPolicy, draft: &Draft, event: NotifyEvent) {
+        let Some(notify) = &tool.notify else {
+            return;
+        };
+        let need = tool.need();
+        // A run consumed its approvals, which the state no longer lists; it ran only once they
+        // met the quorum.
+        let have = match event {
+            NotifyEvent::Ran | NotifyEvent::Failed => need,
+            _ => u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX),
+        };
+        if let Ok(notifier) = self.0.read() {
+            notifier.announce(notify, draft, event, (have, need));
+        }
+    }
+}
+
+impl Decisions for Announcer {
+    fn decided(&self, draft: &Draft, tool: &ToolPolicy, event: NotifyEvent) {
+        self.announce(tool, draft, event);
+    }
+}
 
 /// Sends the announcements of one layer.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use countersign_gate::policy::Channel;
 use countersign_mcp::Countersign;
-use countersign_testkit::webhooks::{Received, one_request};
+use countersign_testkit::webhooks::{NO_CONTENT, Received, one_request, read_request};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -155,5 +155,60 @@ async fn a_run_is_announced_and_events_left_out_are_not() {
     assert_eq!(body["text"], "Ran: launch", "{body}");
     assert!(!got.text().contains(MARKER), "{}", got.text());
     assert!(got.text().contains("Approvals: 1 of 1"), "{}", got.text());
+    client.cancel().await.expect("close");
+}
+
+#[tokio::test]
+async fn approvals_and_rejections_recorded_by_the_gate_are_announced() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let hook = format!("http://{}/", listener.local_addr().expect("addr"));
+    let received = tokio::spawn(async move {
+        let mut events = Vec::new();
+        for _ in 0..2 {
+            let (mut socket, _) = listener.accept().await.expect("accept");
+            let got = read_request(&mut socket, NO_CONTENT).await;
+            assert!(!got.text().contains(MARKER), "{}", got.text());
+            let body: Value = serde_json::from_slice(&got.body).expect("JSON");
+            events.push((body["event"].clone(), body["draft_id"].clone()));
+        }
+        events
+    });
+    let policy = format!(
+        "[tools.\"launch\"]\nmode = \"approval\"\n\
+         notify = {{ url = \"{hook}\", events = [\"approved\", \"rejected\"] }}\n"
+    );
+    let core = Arc::new(Countersign::in_memory(Some(&policy)).expect("layer"));
+    let client = connect(core.clone(), counting()).await;
+    let mut drafts = Vec::new();
+    for n in 0..2 {
+        let r = call(&client, "launch", json!({"target": MARKER, "n": n})).await;
+        let s = r.structured_content.expect("structured");
+        drafts.push((
+            s["draft_id"].as_str().expect("draft").to_owned(),
+            s["revision"].as_str().expect("revision").to_owned(),
+        ));
+    }
+    // As the review page and the API do: straight through the gate, below the layer.
+    core.gate()
+        .approve(&drafts[0].0, &drafts[0].1, "alice", Channel::Cli)
+        .await
+        .expect("approve");
+    core.gate()
+        .reject(&drafts[1].0, "alice", Some("no"))
+        .await
+        .expect("reject");
+    let mut events = tokio::time::timeout(Duration::from_secs(10), received)
+        .await
+        .expect("both decisions are announced")
+        .expect("listener");
+    // Each is sent from a task of its own: they may arrive in either order.
+    events.sort_by_key(|(event, _)| event.to_string());
+    assert_eq!(
+        events,
+        vec![
+            (json!("approved"), json!(drafts[0].0)),
+            (json!("rejected"), json!(drafts[1].0)),
+        ]
+    );
     client.cancel().await.expect("close");
 }
