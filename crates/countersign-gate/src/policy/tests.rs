@@ -220,6 +220,12 @@ fn approval_wait_refusals() {
     }
 }
 
+/// The `notify` URL `tool` gets.
+fn notify_url<'p>(p: &'p Policy, tool: &str) -> Option<&'p str> {
+    let tool = p.lookup(tool).expect("a tool the policy knows");
+    tool.notify.as_ref().map(|n| n.url.as_str())
+}
+
 #[test]
 fn notify_per_tool_and_in_defaults() {
     let p = Policy::from_toml(
@@ -229,42 +235,17 @@ fn notify_per_tool_and_in_defaults() {
     )
     .expect("valid");
     assert_eq!(
-        p.lookup("a")
-            .expect("a")
-            .notify
-            .as_ref()
-            .map(|n| n.url.as_str()),
+        notify_url(&p, "a"),
         Some("http://hooks.internal/countersign?team=ops")
     );
-    assert_eq!(
-        p.lookup("b")
-            .expect("b")
-            .notify
-            .as_ref()
-            .map(|n| n.url.as_str()),
-        Some("http://127.0.0.1:8080/hook")
-    );
-    assert_eq!(
-        p.lookup("other")
-            .expect("fallback")
-            .notify
-            .as_ref()
-            .map(|n| n.url.as_str()),
-        Some("http://127.0.0.1:8080/hook")
-    );
+    assert_eq!(notify_url(&p, "b"), Some("http://127.0.0.1:8080/hook"));
+    assert_eq!(notify_url(&p, "other"), Some("http://127.0.0.1:8080/hook"));
     let p = Policy::from_toml(EXAMPLE).expect("valid");
     assert!(p.lookup("publish_post").expect("known").notify.is_none());
     for good in ["http://[::1]:9/x", "http://localhost", "http://h:65535"] {
         let text = format!("[tools.a]\nnotify = \"{good}\"\n");
         let p = Policy::from_toml(&text).expect(good);
-        assert_eq!(
-            p.lookup("a")
-                .expect("a")
-                .notify
-                .as_ref()
-                .map(|n| n.url.as_str()),
-            Some(good)
-        );
+        assert_eq!(notify_url(&p, "a"), Some(good));
     }
 }
 
