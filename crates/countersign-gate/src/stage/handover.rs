@@ -62,6 +62,7 @@ impl Gate {
             after: None,
             limit: crate::gate::MAX_PAGE,
         };
+        let now = self.now();
         let mut found = None;
         loop {
             let drafts = self.list(principal, &page).await?;
@@ -73,11 +74,13 @@ impl Gate {
                 id: last.id.clone(),
             });
             // Oldest first: the last match seen is the newest.
-            if let Some(d) = drafts
-                .iter()
-                .rev()
-                .find(|d| d.action == action && d.revision == *revision && d.state == state)
-            {
+            if let Some(d) = drafts.iter().rev().find(|d| {
+                d.action == action
+                        && d.revision == *revision
+                        && d.state == state
+                        // An undecided draft past its deadline can no longer be approved.
+                        && (d.state != "proposed" || d.expires_at > now)
+            }) {
                 found = Some(d.id.clone());
             }
         }

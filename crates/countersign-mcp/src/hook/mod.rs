@@ -214,7 +214,14 @@ impl Countersign {
                 }
                 Decided::Ask { draft, .. } => *draft,
             },
-            _ => self.propose_bytes(tool, call.input, principal).await?,
+            // A retry before the person decided asks about the draft already waiting.
+            _ => match gate
+                .find_draft(&principal, &tool.name, &revision, "proposed")
+                .await?
+            {
+                Some(id) => gate.draft(id.as_str()).await?,
+                None => self.propose_bytes(tool, call.input, principal).await?,
+            },
         };
         if self.approved_within(&draft, settings.wait).await? {
             return self
