@@ -70,11 +70,19 @@ impl Hooked {
 
 impl Env {
     fn new() -> Env {
+        Env::with(POLICY, None)
+    }
+
+    /// A home folder holding `policy` and, when given, the rules file beside it.
+    fn with(policy: &str, rules: Option<&str>) -> Env {
         let env = Env {
             dir: tempfile::tempdir().expect("tempdir"),
         };
         std::fs::create_dir_all(env.home()).expect("home");
-        std::fs::write(env.home().join("countersign.toml"), POLICY).expect("policy");
+        std::fs::write(env.home().join("countersign.toml"), policy).expect("policy");
+        if let Some(rules) = rules {
+            std::fs::write(env.home().join("countersign.cedar"), rules).expect("rules");
+        }
         env
     }
 
@@ -468,4 +476,41 @@ fn no_hook_output_holds_an_argument_value() {
     // The person sees the value: it is in the draft's manifest.
     let shown = env.run(&["show", &draft]);
     assert!(String::from_utf8_lossy(&shown.stdout).contains(marker));
+}
+
+#[test]
+fn the_rules_decide_each_call() {
+    let env = Env::with(
+        r#"
+[tools."claude-code/Bash"]
+mode = "rules"
+risk = "external_side_effect"
+"#,
+        Some(
+            r#"
+@id("tests-run")
+permit (principal, action == Countersign::Action::"claude-code/Bash", resource)
+when { context.input.command == "cargo test" };
+
+@id("shell-asks") @approval
+permit (principal, action == Countersign::Action::"claude-code/Bash", resource)
+when { context.input.command != "cargo test" && context.input.command != "sudo -i" };
+
+@id("no-root")
+forbid (principal, action == Countersign::Action::"claude-code/Bash", resource)
+when { context.input.command == "sudo -i" };
+"#,
+        ),
+    );
+    let ran = env.hook(&bash("cargo test", "toolu_r1")).allowed();
+    assert!(ran.contains("tests-run"), "{ran}");
+    let forbidden = env.hook(&bash("sudo -i", "toolu_r2")).denied();
+    assert!(
+        forbidden.starts_with("POLICY_DENIED:") && forbidden.contains("no-root"),
+        "{forbidden}"
+    );
+    let (draft, revision) = named_draft(&env.hook(&bash("rm -rf target", "toolu_r3")).denied());
+    env.approve(&draft, &revision);
+    env.hook(&bash("rm -rf target", "toolu_r4")).allowed();
+    env.hook(&bash("rm -rf target", "toolu_r5")).denied();
 }
