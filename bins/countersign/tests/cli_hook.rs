@@ -7,7 +7,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -113,7 +113,8 @@ impl Env {
             .expect("run countersign")
     }
 
-    fn hook_on(&self, store: &str, event: &[u8], extra: &[&str]) -> Hooked {
+    /// A hook process started with `event` written to its stdin.
+    fn spawn_hook(&self, store: &str, event: &[u8], extra: &[&str]) -> Child {
         let mut args = vec!["hook", "claude-code"];
         args.extend_from_slice(extra);
         let mut child = self
@@ -129,12 +130,11 @@ impl Env {
             .expect("stdin")
             .write_all(event)
             .expect("write event");
-        let out = child.wait_with_output().expect("hook output");
-        Hooked {
-            stdout: String::from_utf8(out.stdout).expect("utf-8"),
-            stderr: String::from_utf8(out.stderr).expect("utf-8"),
-            exit: out.status.code().expect("exit status"),
-        }
+        child
+    }
+
+    fn hook_on(&self, store: &str, event: &[u8], extra: &[&str]) -> Hooked {
+        finished(self.spawn_hook(store, event, extra))
     }
 
     fn hook(&self, event: &Value) -> Hooked {
@@ -164,6 +164,16 @@ impl Env {
             .iter()
             .map(|r| r["record"].clone())
             .collect()
+    }
+}
+
+/// What a hook process printed, once it exits.
+fn finished(child: Child) -> Hooked {
+    let out = child.wait_with_output().expect("hook output");
+    Hooked {
+        stdout: String::from_utf8(out.stdout).expect("utf-8"),
+        stderr: String::from_utf8(out.stderr).expect("utf-8"),
+        exit: out.status.code().expect("exit status"),
     }
 }
 
@@ -406,19 +416,7 @@ fn what_cannot_be_decided_is_denied_and_blocks() {
 fn a_waiting_hook_is_allowed_once_a_person_approves() {
     let env = Env::new();
     let call = bash("terraform apply", "toolu_w1");
-    let mut child = env
-        .command(&env.store(), &["hook", "claude-code", "--wait", "30"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn hook");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(call.to_string().as_bytes())
-        .expect("write event");
+    let child = env.spawn_hook(&env.store(), call.to_string().as_bytes(), &["--wait", "30"]);
     let listed = loop {
         let out = env.run(&["--json", "review"]);
         let v: Value = serde_json::from_slice(&out.stdout).expect("review JSON");
@@ -431,12 +429,7 @@ fn a_waiting_hook_is_allowed_once_a_person_approves() {
         listed["draft_id"].as_str().expect("id"),
         listed["revision"].as_str().expect("revision"),
     );
-    let out = child.wait_with_output().expect("hook output");
-    let hooked = Hooked {
-        stdout: String::from_utf8(out.stdout).expect("utf-8"),
-        stderr: String::from_utf8(out.stderr).expect("utf-8"),
-        exit: out.status.code().expect("exit"),
-    };
+    let hooked = finished(child);
     hooked.allowed();
 }
 

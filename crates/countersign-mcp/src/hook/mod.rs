@@ -190,12 +190,7 @@ impl Countersign {
     ) -> crate::Result<Verdict> {
         let principal = call.principal();
         let gate = self.gate();
-        let revision = gate.revision_of(&Proposal {
-            action: &tool.name,
-            args: call.input,
-            tool: self.tool_digests().digest(tool)?,
-            principal: principal.clone(),
-        })?;
+        let revision = gate.revision_of(&self.proposal(call, tool)?)?;
         if let Some(id) = gate
             .find_approved(&principal, &tool.name, &revision)
             .await?
@@ -229,6 +224,16 @@ impl Countersign {
                 .await;
         }
         Ok(needs_person(&draft, settings))
+    }
+
+    /// The proposal `call` makes of `tool`, as the gate checks it.
+    fn proposal<'a>(&self, call: &AgentCall<'a>, tool: &'a Tool) -> crate::Result<Proposal<'a>> {
+        Ok(Proposal {
+            action: &tool.name,
+            args: call.input,
+            tool: self.tool_digests().digest(tool)?,
+            principal: call.principal(),
+        })
     }
 
     /// Whether `draft` is approved within `wait`, looking again every [`POLL`].
@@ -287,13 +292,7 @@ impl Countersign {
         let gate = self.gate();
         let draft = match self.plan(&tool) {
             Plan::Approval { .. } | Plan::Rules { .. } => {
-                let proposal = Proposal {
-                    action: &tool.name,
-                    args: call.input,
-                    tool: self.tool_digests().digest(&tool)?,
-                    principal: principal.clone(),
-                };
-                match gate.revision_of(&proposal) {
+                match gate.revision_of(&self.proposal(call, &tool)?) {
                     Ok(revision) => {
                         gate.find_draft(&principal, &tool.name, &revision, "executed")
                             .await?
