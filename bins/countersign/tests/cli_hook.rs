@@ -507,3 +507,27 @@ when { context.input.command == "sudo -i" };
     env.hook(&bash("rm -rf target", "toolu_r4")).allowed();
     env.hook(&bash("rm -rf target", "toolu_r5")).denied();
 }
+
+#[test]
+fn an_expired_approval_asks_a_person_again() {
+    let env = Env::with(
+        r#"
+[tools."claude-code/Bash"]
+mode = "approval"
+risk = "external_side_effect"
+approval_ttl = "1s"
+"#,
+        None,
+    );
+    let call = bash("git push --force", "toolu_x1");
+    let (draft, revision) = named_draft(&env.hook(&call).denied());
+    env.approve(&draft, &revision);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let again = env.hook(&bash("git push --force", "toolu_x2")).denied();
+    assert!(again.starts_with("APPROVAL_REQUIRED:"), "{again}");
+    // The expired approval was not used: the person approves that revision again.
+    let (next, next_revision) = named_draft(&again);
+    assert_eq!(next_revision, revision, "{again}");
+    env.approve(&next, &next_revision);
+    env.hook(&bash("git push --force", "toolu_x3")).allowed();
+}

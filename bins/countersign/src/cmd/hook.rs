@@ -48,14 +48,19 @@ pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Report, Failure> {
     if let Some(line) = &answer.stderr {
         eprintln!("{line}");
     }
-    let json = answer.stdout.unwrap_or(serde_json::Value::Null);
-    let human = if json.is_null() {
-        Vec::new()
-    } else {
-        let mut bytes = serde_json::to_vec(&json).unwrap_or_default();
-        bytes.push(b'\n');
-        bytes
+    // An event with nothing to say prints nothing (`{}` with `--json`, never `null`, which is
+    // no hook output).
+    let human = match &answer.stdout {
+        Some(json) => {
+            let mut bytes = serde_json::to_vec(json).unwrap_or_default();
+            bytes.push(b'\n');
+            bytes
+        }
+        None => Vec::new(),
     };
+    let json = answer
+        .stdout
+        .unwrap_or_else(|| serde_json::Value::Object(serde_json::Map::new()));
     Ok(Report {
         human,
         json,

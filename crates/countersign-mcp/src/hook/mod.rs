@@ -97,22 +97,25 @@ pub enum Verdict {
     },
 }
 
+/// Whether `e` is a failure of the gate itself (store, configuration) rather than a decision.
+fn broke(e: &Error) -> bool {
+    matches!(
+        e.code(),
+        crate::ErrorCode::Gate(
+            countersign_gate::ErrorCode::StoreUnavailable
+                | countersign_gate::ErrorCode::ConfigInvalid
+                | countersign_gate::ErrorCode::StoreTampered
+        )
+    )
+}
+
 impl Verdict {
     fn deny(e: &Error) -> Self {
         let code = e.code().as_str();
-        let class = e.code();
-        let failure = matches!(
-            class,
-            crate::ErrorCode::Gate(
-                countersign_gate::ErrorCode::StoreUnavailable
-                    | countersign_gate::ErrorCode::ConfigInvalid
-                    | countersign_gate::ErrorCode::StoreTampered
-            )
-        );
         Verdict::Deny {
             code,
             reason: format!("{code}: {e}"),
-            failure,
+            failure: broke(e),
         }
     }
 
@@ -195,7 +198,13 @@ impl Countersign {
             .find_approved(&principal, &tool.name, &revision)
             .await?
         {
-            return self.hand_over(call, id.as_str(), &revision.to_hex()).await;
+            match self.hand_over(call, id.as_str(), &revision.to_hex()).await {
+                Ok(allowed) => return Ok(allowed),
+                Err(e) if broke(&e) => return Err(e),
+                // The approval could not be used (it expired, or a concurrent retry used it):
+                // the call asks a person again, as any call without an approval does.
+                Err(e) => tracing::info!(code = e.code().as_str(), "approval not used"),
+            }
         }
         let draft = match self.plan(tool) {
             Plan::Rules { .. } => match self.decide_bytes(tool, call.input, principal).await? {
