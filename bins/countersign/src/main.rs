@@ -108,6 +108,9 @@ enum Command {
     /// The transparency log: its key, and checkpoints of the audit log's tree.
     #[command(subcommand)]
     Log(cmd::log::LogCommand),
+    /// A coding agent's hook: decide the call it is about to run (CONTRACT.md section 12).
+    #[command(subcommand)]
+    Hook(cmd::hook::HookCommand),
 }
 
 fn main() -> ExitCode {
@@ -153,5 +156,6 @@ fn run(ctx: &Ctx, command: Command) -> Result<output::Report, Failure> {
         Command::Receipt(args) => cmd::receipt::run(ctx, args),
         Command::Policy(command) => cmd::policy::run(ctx, command),
         Command::Log(command) => cmd::log::run(ctx, command),
+        Command::Hook(command) => cmd::hook::run(ctx, command),
     }
 }

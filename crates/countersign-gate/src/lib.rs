@@ -126,6 +126,7 @@ pub use crate::open::{anchor_path, anchor_path_in, open, open_store};
 pub use crate::stage::decide::{Cleared, Decided, RuledCall};
 pub use crate::stage::execute::{Execution, MAX_OPERATION_ID_LEN, fingerprint};
 pub use crate::stage::explain::{BudgetRead, Explanation};
+pub use crate::stage::handover::Reported;
 pub use crate::stage::propose::Proposal;
 pub use crate::stage::resolve::Resolution;
 pub use crate::view::{

@@ -336,11 +336,25 @@ impl Countersign {
     ) -> Result<countersign_gate::Draft> {
         let bytes = serde_json::to_vec(args)
             .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
+        self.propose_bytes(tool, &bytes, principal).await
+    }
+
+    /// [`Countersign::propose_draft`] of arguments as raw JSON bytes, exactly as received (the
+    /// gate's strict parse reads them).
+    ///
+    /// # Errors
+    /// As [`Countersign::propose`].
+    pub(crate) async fn propose_bytes(
+        &self,
+        tool: &Tool,
+        bytes: &[u8],
+        principal: Principal,
+    ) -> Result<countersign_gate::Draft> {
         let draft = self
             .gate
             .propose(Proposal {
                 action: &tool.name,
-                args: &bytes,
+                args: bytes,
                 tool: self.tool_digests.digest(tool)?,
                 principal,
             })
@@ -366,13 +380,26 @@ impl Countersign {
     ) -> Result<Decided> {
         let bytes = serde_json::to_vec(args)
             .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
+        self.decide_bytes(tool, &bytes, principal).await
+    }
+
+    /// [`Countersign::decide`] of arguments as raw JSON bytes, exactly as received.
+    ///
+    /// # Errors
+    /// As [`Countersign::decide`].
+    pub(crate) async fn decide_bytes(
+        &self,
+        tool: &Tool,
+        bytes: &[u8],
+        principal: Principal,
+    ) -> Result<Decided> {
         let schema = Value::Object(tool.input_schema.as_ref().clone());
         let decided = self
             .gate
             .decide(RuledCall {
                 proposal: Proposal {
                     action: &tool.name,
-                    args: &bytes,
+                    args: bytes,
                     tool: self.tool_digests.digest(tool)?,
                     principal,
                 },

@@ -64,6 +64,7 @@ mod elicit;
 mod error;
 mod forward;
 mod gated;
+pub mod hook;
 #[cfg(feature = "http")]
 pub mod http;
 mod notify;

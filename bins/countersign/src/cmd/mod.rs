@@ -4,6 +4,7 @@ pub(crate) mod approvers;
 pub(crate) mod audit;
 pub(crate) mod canon;
 pub(crate) mod gate;
+pub(crate) mod hook;
 pub(crate) mod keys;
 pub(crate) mod ledger;
 pub(crate) mod log;

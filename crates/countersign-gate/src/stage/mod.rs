@@ -12,6 +12,7 @@ pub(crate) mod approve;
 pub(crate) mod decide;
 pub(crate) mod execute;
 pub(crate) mod explain;
+pub(crate) mod handover;
 pub(crate) mod propose;
 pub(crate) mod reject;
 pub(crate) mod resolve;
