@@ -16,7 +16,7 @@
 //! records do not carry the policy digest yet, docs/policy-signing.md).
 //!
 //! A receipt written against a checkpoint of the transparency log (v2) also carries that
-//! checkpoint's signed note and each record's inclusion proof against it ([`log_part`]): checked
+//! checkpoint's signed note and each record's inclusion proof against it (`log_part`): checked
 //! against the log key and witnesses the verifier trusts, it anchors the stretch, and the
 //! verdict says how far ([`Assurance`]).
 
