@@ -29,8 +29,9 @@ pub struct Witnesses {
 /// What became of one round of submissions.
 #[derive(Debug)]
 pub struct Witnessed {
-    /// The kept checkpoint with every cosignature kept so far; `None` when a newer checkpoint
-    /// was kept meanwhile, or the cosignatures could not be kept (then logged).
+    /// The kept checkpoint with every cosignature kept so far; `None` when no witness
+    /// cosigned, a newer checkpoint was kept meanwhile, or the cosignatures could not be kept
+    /// (then logged).
     pub checkpoint: Option<SignedCheckpoint>,
     /// The witnesses (their key names) that cosigned in this round.
     pub cosigned: Vec<String>,
@@ -102,15 +103,20 @@ impl Witnesses {
         }
         let lines: Vec<(&VerifierKey, &str)> =
             cosigned.iter().map(|(w, c)| (w.key(), c.line())).collect();
-        let kept = match gate.keep_cosignatures(log, size, &lines).await {
-            Ok(kept) => kept,
-            Err(e) => {
-                tracing::warn!(
-                    code = e.code().as_str(),
-                    size,
-                    "the witnesses' cosignatures were not kept: {e}"
-                );
-                None
+        // Nothing to add: the kept checkpoint is left unread, as it was.
+        let kept = if lines.is_empty() {
+            None
+        } else {
+            match gate.keep_cosignatures(log, size, &lines).await {
+                Ok(kept) => kept,
+                Err(e) => {
+                    tracing::warn!(
+                        code = e.code().as_str(),
+                        size,
+                        "the witnesses' cosignatures were not kept: {e}"
+                    );
+                    None
+                }
             }
         };
         if let Ok(mut known) = self.cosigned.lock() {
