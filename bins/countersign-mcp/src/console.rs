@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 
+use countersign_mcp::trace::Export;
 use tracing::{Level, Metadata};
 use tracing_subscriber::filter::{EnvFilter, FilterExt, filter_fn};
 use tracing_subscriber::layer::{Layer, SubscriberExt};
@@ -20,7 +21,9 @@ pub(crate) const LOG_PROTOCOL: &str = "COUNTERSIGN_LOG_PROTOCOL";
 /// chase a problem would write exactly what the policy keeps out of drafts into a log file.
 /// Those events stay out unless [`LOG_PROTOCOL`] is `1`: whoever sets it asks for message dumps
 /// knowingly. The server's own logs carry ids, codes and times, never argument values.
-pub(crate) fn init_logging() {
+///
+/// With `export`, the layer's own spans (and nothing else) also go to OpenTelemetry.
+pub(crate) fn init_logging(export: Option<&Export>) {
     let dump_protocol = std::env::var_os(LOG_PROTOCOL).is_some_and(|v| v == "1");
     let requested = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let filter = requested.and(filter_fn(move |meta| {
@@ -30,7 +33,10 @@ pub(crate) fn init_logging() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_filter(filter);
-    tracing_subscriber::registry().with(layer).init();
+    tracing_subscriber::registry()
+        .with(layer)
+        .with(export.map(Export::layer))
+        .init();
 }
 
 /// Whether an event may carry a whole message: rmcp's below `warn` in its service loop (whose

@@ -19,6 +19,7 @@ use countersign_gate::CheckpointSettings;
 use countersign_mcp::demo::{DEMO_POLICY, Demo, ensure_policy, web};
 use countersign_mcp::http::{Clients, HttpOptions, HttpServer, MCP_PATH, shutdown_signal};
 use countersign_mcp::proxy::{Proxy, Upstream};
+use countersign_mcp::trace::Export;
 use countersign_mcp::{Countersign, Error, Gated, Options, reload_on_hangup, serve_stdio};
 
 /// Gate any MCP server's tool calls behind a person's approval of an exact revision.
@@ -130,7 +131,25 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    console::init_logging();
+    // Before the runtime: the exporter's client and batch thread are its own.
+    let export = match Export::from_env() {
+        Ok(export) => export,
+        Err(e) => {
+            console::init_logging(None);
+            eprintln!("error[{}]: {e}", e.code());
+            return ExitCode::from(2);
+        }
+    };
+    console::init_logging(export.as_ref());
+    let code = serve_cli();
+    // What is still batched is sent before the process ends.
+    if let Some(export) = export {
+        export.shutdown();
+    }
+    code
+}
+
+fn serve_cli() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

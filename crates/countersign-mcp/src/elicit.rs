@@ -26,6 +26,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
+use tracing::Instrument;
 
 use crate::confirm::Confirmer;
 use crate::core::{Countersign, approval_required, approval_required_saying};
@@ -126,12 +127,19 @@ pub(crate) async fn approval(
     if way == Reach::Retry
         && let Some(state) = &request.request_state
     {
-        return asked.resume(tool, &args, request, state, principal).await;
+        return asked
+            .resume(tool, &args, request, state, principal)
+            .instrument(crate::trace::approve())
+            .await;
     }
     let draft = core.propose_draft(tool, &args, principal.clone()).await?;
     match way {
         Reach::No => asked.undecided(&draft, UNDECIDED),
-        Reach::Request => asked.ask(&draft, context).await,
+        Reach::Request => {
+            let span = crate::trace::approve();
+            crate::trace::record_draft(&span, &draft);
+            asked.ask(&draft, context).instrument(span).await
+        }
         Reach::Retry => asked.input_required(&draft, principal),
     }
 }
@@ -249,6 +257,7 @@ impl Asked<'_> {
         let gate = self.core.gate();
         match answer.as_ref().map(verdict) {
             Ok(Verdict::Approve) => {
+                tracing::Span::current().record("countersign.decision", "approved");
                 gate.approve(id, &revision, &self.approver, Channel::Elicitation)
                     .await?;
                 tracing::info!(draft = id, approver = %self.approver, "approved in the host");
@@ -259,6 +268,7 @@ impl Asked<'_> {
                 })
             }
             Ok(Verdict::Refuse) => {
+                tracing::Span::current().record("countersign.decision", "rejected");
                 gate.reject(id, &self.approver, Some("declined in the host"))
                     .await?;
                 let result = Error::DeclinedInHost {
@@ -268,10 +278,13 @@ impl Asked<'_> {
                 .into_result();
                 Ok(Next::Respond(result.into()))
             }
-            Ok(Verdict::Undecided) => self.undecided(
-                draft,
-                "the person closed the approval question without deciding",
-            ),
+            Ok(Verdict::Undecided) => {
+                tracing::Span::current().record("countersign.decision", "undecided");
+                self.undecided(
+                    draft,
+                    "the person closed the approval question without deciding",
+                )
+            }
             Err(why) => {
                 tracing::info!(draft = id, error = %why, "no answer to the approval question");
                 self.undecided(draft, "no answer to the approval question in the host")

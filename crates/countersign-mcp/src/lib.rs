@@ -79,6 +79,7 @@ mod schema;
 mod serve;
 mod status;
 mod tool_definition;
+pub mod trace;
 mod transport;
 mod upkeep;
 

@@ -13,6 +13,7 @@ use rmcp::ServerHandler;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult};
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::Value;
+use tracing::Instrument;
 
 /// `data.countersign` of an rmcp error whose request certainly never reached the tool.
 pub const NOT_SENT: &str = "not_sent";
@@ -38,7 +39,13 @@ impl<H: ServerHandler> ActionPort for HandlerPort<H> {
             Value::Object(m) => Some(m),
             _ => None,
         };
-        match self.inner.call_tool(params, self.context.clone()).await {
+        let upstream = crate::trace::upstream(&call.action);
+        let answer = self
+            .inner
+            .call_tool(params, self.context.clone())
+            .instrument(upstream)
+            .await;
+        match answer {
             Ok(CallToolResponse::Complete(result)) => output(result),
             Ok(_) => Err(ActionError::terminal(
                 "the tool asked for more input, which a gated call cannot give",

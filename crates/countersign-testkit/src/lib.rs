@@ -18,6 +18,8 @@ pub mod gate;
 pub mod golog;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 pub mod policy;
 #[cfg(feature = "postgres")]
 pub mod postgres;

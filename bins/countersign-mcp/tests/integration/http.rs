@@ -14,8 +14,8 @@ use crate::common::*;
 const TOKEN_A: &str = "tenant-a-token-7f3c9e21d4b8a650";
 const TOKEN_B: &str = "tenant-b-token-0a1b2c3d4e5f6789";
 
-const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
-const JSON: (&str, &str) = ("Content-Type", "application/json");
+pub(crate) const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+pub(crate) const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 /// Writes a private auth file with two tenants and returns its path.
 fn auth_file(home: &Home) -> String {
@@ -222,7 +222,7 @@ async fn http_both_protocol_generations_complete_a_cycle() {
 }
 
 /// Opens a legacy session by hand and returns its id.
-async fn raw_session(addr: std::net::SocketAddr) -> String {
+pub(crate) async fn raw_session(addr: std::net::SocketAddr) -> String {
     let r = raw_request(
         addr,
         "POST",

@@ -26,4 +26,5 @@ mod revisions;
 mod rules;
 mod signed;
 mod third_party;
+mod traces;
 mod witnessed;

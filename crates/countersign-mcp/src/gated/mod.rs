@@ -8,16 +8,13 @@
 //! copy. The stdio proxy and the demo are both a `Gated` around a plain handler.
 
 use countersign_gate::policy::NotifyEvent;
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
 use countersign_canon::Principal;
+use rmcp::ServerHandler;
 use rmcp::model::*;
-use rmcp::service::{
-    MaybeSendFuture, NotificationContext, RequestContext, RoleServer, SubscriptionContext,
-};
-use rmcp::{ErrorData as McpError, ServerHandler};
+use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 
 use crate::admitting::Admitting;
@@ -26,10 +23,12 @@ use crate::core::{Countersign, Plan};
 use crate::countersign_tools;
 use crate::elicit::Next;
 use crate::error::{Error, Result};
-use crate::forward::forward_server_handler;
 use crate::port::HandlerPort;
 use crate::tool_definition::decorate;
 use countersign_gate::Decided;
+use tracing::{Instrument, Span};
+
+mod handler;
 
 /// A server handler with the gate in front of its tools.
 pub struct Gated<H> {
@@ -170,7 +169,10 @@ impl<H: ServerHandler> Gated<H> {
         let result = match request.name.as_ref() {
             // Each gate path's future is boxed: held inline, the largest of them would be
             // moved into every request's task, a pass-through call included.
-            countersign_tools::EXECUTE => Box::pin(self.execute(args, &principal, context)).await?,
+            countersign_tools::EXECUTE => {
+                Span::current().record("countersign.decision", "execute");
+                Box::pin(self.execute(args, &principal, context)).await?
+            }
             countersign_tools::STATUS => {
                 Box::pin(crate::status::status(&self.core, args, &principal)).await?
             }
@@ -187,7 +189,7 @@ impl<H: ServerHandler> Gated<H> {
                     let Some(tool) = self.tool(draft.action(), true, &context).await? else {
                         return Err(unknown_tool(draft.action()));
                     };
-                    crate::schema::check(&tool.input_schema, new_args)?;
+                    guarded(|| crate::schema::check(&tool.input_schema, new_args))?;
                 }
                 Box::pin(crate::status::revise(&self.core, args, &principal)).await?
             }
@@ -195,8 +197,12 @@ impl<H: ServerHandler> Gated<H> {
                 let Some(tool) = self.tool(name, false, &context).await? else {
                     return Err(unknown_tool(name));
                 };
+                let call = Span::current();
                 match self.core.plan(&tool) {
-                    Plan::Pass => return self.pass(request, context).await,
+                    Plan::Pass => {
+                        call.record("countersign.decision", "pass");
+                        return self.pass(request, context).await;
+                    }
                     Plan::Deny => {
                         return Err(countersign_gate::Error::PolicyDenied {
                             tool: name.to_owned(),
@@ -209,12 +215,15 @@ impl<H: ServerHandler> Gated<H> {
                         let Some(tool) = self.tool(name, true, &context).await? else {
                             return Err(unknown_tool(name));
                         };
-                        crate::schema::check(&tool.input_schema, args)?;
+                        guarded(|| crate::schema::check(&tool.input_schema, args))?;
                         let asked = crate::elicit::approval(
                             &self.core, &tool, &request, &principal, &context,
                         );
                         match Box::pin(asked).await? {
-                            Next::Respond(response) => return Ok(response),
+                            Next::Respond(response) => {
+                                call.record("countersign.decision", "ask");
+                                return Ok(response);
+                            }
                             // Approved in the host: run it now, exactly as countersign_execute
                             // would, under an operation id a retry of this call reuses.
                             Next::Run {
@@ -222,6 +231,7 @@ impl<H: ServerHandler> Gated<H> {
                                 revision,
                                 operation_id,
                             } => {
+                                call.record("countersign.decision", "approved");
                                 let mut run = Map::new();
                                 run.insert("draft_id".into(), draft_id.into());
                                 run.insert("revision".into(), revision.into());
@@ -235,14 +245,16 @@ impl<H: ServerHandler> Gated<H> {
                         let Some(tool) = self.tool(name, true, &context).await? else {
                             return Err(unknown_tool(name));
                         };
-                        crate::schema::check(&tool.input_schema, args)?;
+                        guarded(|| crate::schema::check(&tool.input_schema, args))?;
                         let decided = Box::pin(self.core.decide(&tool, args, principal)).await?;
                         return self.ruled(decided, request, context).await;
                     }
                     Plan::Confirm { risk } => {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
-                        crate::schema::check_except(&tool.input_schema, args, &CONTROLS)?;
+                        guarded(|| {
+                            crate::schema::check_except(&tool.input_schema, args, &CONTROLS)
+                        })?;
                         return Box::pin(self.confirm(request, &risk, &principal, context)).await;
                     }
                 }
@@ -256,19 +268,24 @@ impl<H: ServerHandler> Gated<H> {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse> {
-        self.inner.call_tool(request, context).await.map_err(|e| {
-            // Retryable only when the request certainly never reached the upstream.
-            let retryable = e
-                .data
-                .as_ref()
-                .and_then(|d| d.get("countersign"))
-                .and_then(Value::as_str)
-                == Some(crate::port::NOT_SENT);
-            Error::Upstream {
-                message: e.message.to_string(),
-                retryable,
-            }
-        })
+        let upstream = crate::trace::upstream(request.name.as_ref());
+        self.inner
+            .call_tool(request, context)
+            .instrument(upstream)
+            .await
+            .map_err(|e| {
+                // Retryable only when the request certainly never reached the upstream.
+                let retryable = e
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get("countersign"))
+                    .and_then(Value::as_str)
+                    == Some(crate::port::NOT_SENT);
+                Error::Upstream {
+                    message: e.message.to_string(),
+                    retryable,
+                }
+            })
     }
 
     /// Carries out the rules' decision: a cleared call runs now with the canonical arguments
@@ -325,10 +342,14 @@ impl<H: ServerHandler> Gated<H> {
         // Token times follow the gate's clock, so a clock fixed for the gate fixes them too.
         let now = self.core.gate().clock().now_secs();
         match step {
-            ConfirmStep::DryRun => Ok(confirmer.dry_run(&binding, now)?.into()),
+            ConfirmStep::DryRun => {
+                Span::current().record("countersign.decision", "dry_run");
+                Ok(confirmer.dry_run(&binding, now)?.into())
+            }
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
                 confirmer.redeem(&token, &binding, now).await?;
+                Span::current().record("countersign.decision", "confirmed");
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),
                     _ => None,
@@ -359,7 +380,19 @@ impl<H: ServerHandler> Gated<H> {
             listing: &listing,
             core: &self.core,
         };
-        let execution = gate.execute(draft_id, revision, operation_id, &port).await;
+        let span = crate::trace::execute(draft_id, revision);
+        Span::current().record("countersign.draft_id", draft_id);
+        Span::current().record("countersign.revision", revision);
+        let execution = gate
+            .execute(draft_id, revision, operation_id, &port)
+            .instrument(span.clone())
+            .await;
+        match &execution {
+            Ok(done) => {
+                span.record("countersign.replay", done.replay);
+            }
+            Err(e) => crate::trace::record_refusal(&span, e.code().as_str(), e.code().class()),
+        }
         match &execution {
             // A replayed result announces nothing: the run it records was announced then.
             Ok(done) if !done.replay => {
@@ -374,6 +407,16 @@ impl<H: ServerHandler> Gated<H> {
         }
         Ok(crate::core::executed(&execution?))
     }
+}
+
+/// Runs one of the checks arguments meet before anything is decided, in its own span.
+fn guarded(check: impl FnOnce() -> Result<()>) -> Result<()> {
+    let span = crate::trace::guard();
+    let checked = span.in_scope(check);
+    if let Err(e) = &checked {
+        crate::trace::record_refusal(&span, e.code().as_str(), e.code().class());
+    }
+    checked
 }
 
 fn unknown_tool(name: &str) -> Error {
@@ -400,92 +443,4 @@ pub fn principal(context: &RequestContext<RoleServer>) -> Principal {
         return p.clone();
     }
     Principal::default()
-}
-
-fn with_tools(mut info: InitializeResult) -> InitializeResult {
-    if info.capabilities.tools.is_none() {
-        info.capabilities.tools = Some(ToolsCapability::default());
-    }
-    info
-}
-
-impl<H: ServerHandler> ServerHandler for Gated<H> {
-    forward_server_handler!();
-
-    async fn initialize(
-        &self,
-        request: InitializeRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<InitializeResult, McpError> {
-        self.inner
-            .initialize(request, context)
-            .await
-            .map(with_tools)
-    }
-
-    fn get_info(&self) -> ServerConfig {
-        with_tools(self.inner.get_info())
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let name = request.name.clone();
-        let mut response = match self.dispatch(request, context).await {
-            Ok(response) => response,
-            Err(e) => {
-                tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
-                e.into_result().into()
-            }
-        };
-        // A result passed on from the wrapped handler may lack the 2026-07-28 marker (an
-        // upstream that answered in an older revision); rmcp drops it for older clients.
-        if let CallToolResponse::Complete(result) = &mut response {
-            result.result_type.get_or_insert(ResultType::COMPLETE);
-        }
-        Ok(response)
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
-        let modern = context
-            .protocol_version()
-            .is_some_and(|v| crate::protocol_version::is_modern(v.as_str()));
-        let mut page = self.inner.list_tools(request, context).await?;
-        self.remember(&page.tools);
-        page.tools = page
-            .tools
-            .iter()
-            .filter(|t| !countersign_tools::is_own(&t.name))
-            .map(|t| self.listed(t))
-            .collect();
-        if first_page {
-            page.tools.extend(countersign_tools::definitions());
-        }
-        // Whatever revision the wrapped handler (or the proxy's upstream) answered in, this is
-        // a complete result; rmcp drops the marker again for clients before 2026-07-28.
-        page.result_type.get_or_insert(ResultType::COMPLETE);
-        if !modern {
-            // Caching hints a 2026-07-28 upstream gave are not part of the older revisions.
-            page.ttl_ms = None;
-            page.cache_scope = None;
-        }
-        Ok(page)
-    }
-
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        if countersign_tools::is_own(name) {
-            return countersign_tools::definitions()
-                .into_iter()
-                .find(|t| t.name == name);
-        }
-        let known = self.known.read().ok()?.get(name).cloned()?;
-        Some(self.listed(&known))
-    }
 }

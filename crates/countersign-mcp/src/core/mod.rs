@@ -12,19 +12,22 @@ use std::time::Duration;
 use countersign_canon::{Limits, Principal};
 use countersign_gate::policy::{Mode, Policy};
 use countersign_gate::store::{GateStore, MemoryStore};
-use countersign_gate::{Decided, Gate, Proposal, RuledCall};
+use countersign_gate::{Gate, Proposal};
 
 use countersign_gate::approval::Approvers;
 use countersign_gate::log::VerifierKey;
 use countersign_replay::{Ledger, StoreUrl};
 use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
 use crate::notify::{Announcer, Secret};
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
+
+mod rules;
 use countersign_gate::policy::NotifyEvent;
 
 /// How one tool's calls are handled.
@@ -350,7 +353,8 @@ impl Countersign {
         bytes: &[u8],
         principal: Principal,
     ) -> Result<countersign_gate::Draft> {
-        let draft = self
+        let span = crate::trace::propose();
+        let proposed = self
             .gate
             .propose(Proposal {
                 action: &tool.name,
@@ -358,58 +362,18 @@ impl Countersign {
                 tool: self.tool_digests.digest(tool)?,
                 principal,
             })
-            .await?;
+            .instrument(span.clone())
+            .await;
+        let draft = match proposed {
+            Ok(draft) => draft,
+            Err(e) => {
+                crate::trace::record_refusal(&span, e.code().as_str(), e.code().class());
+                return Err(e.into());
+            }
+        };
+        crate::trace::record_draft(&span, &draft);
         self.announce(&draft, NotifyEvent::Proposed);
         Ok(draft)
-    }
-}
-
-impl Countersign {
-    /// Hands a call of a `rules`-mode tool to the rules file: [`Decided::Run`] with the
-    /// arguments to run, or [`Decided::Ask`] with the draft a person must approve (announced to
-    /// the policy's `notify` URL as any new draft is).
-    ///
-    /// # Errors
-    /// The gate's refusals (`POLICY_DENIED` naming the rule, `INVALID_ARGUMENT`,
-    /// `PRIVACY_BLOCKED`, `QUOTA_EXCEEDED`, `STORE_UNAVAILABLE`).
-    pub async fn decide(
-        &self,
-        tool: &Tool,
-        args: &Map<String, Value>,
-        principal: Principal,
-    ) -> Result<Decided> {
-        let bytes = serde_json::to_vec(args)
-            .map_err(|e| Error::invalid_argument("INVALID_JSON", e.to_string()))?;
-        self.decide_bytes(tool, &bytes, principal).await
-    }
-
-    /// [`Countersign::decide`] of arguments as raw JSON bytes, exactly as received.
-    ///
-    /// # Errors
-    /// As [`Countersign::decide`].
-    pub(crate) async fn decide_bytes(
-        &self,
-        tool: &Tool,
-        bytes: &[u8],
-        principal: Principal,
-    ) -> Result<Decided> {
-        let schema = Value::Object(tool.input_schema.as_ref().clone());
-        let decided = self
-            .gate
-            .decide(RuledCall {
-                proposal: Proposal {
-                    action: &tool.name,
-                    args: bytes,
-                    tool: self.tool_digests.digest(tool)?,
-                    principal,
-                },
-                schema: Some(&schema),
-            })
-            .await?;
-        if let Decided::Ask { draft, .. } = &decided {
-            self.announce(draft, NotifyEvent::Proposed);
-        }
-        Ok(decided)
     }
 }
 
