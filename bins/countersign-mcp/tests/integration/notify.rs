@@ -25,6 +25,17 @@ fn policy(hook: &str, secret_var: Option<&str>) -> String {
     )
 }
 
+/// Proposes a post, which waits for a person and so is announced.
+async fn propose_a_post(client: &Client) {
+    let r = call(
+        client,
+        "publish_post",
+        json!({"title": "Hi", "body": "there", "visibility": "private"}),
+    )
+    .await;
+    assert_eq!(code(&r), "APPROVAL_REQUIRED");
+}
+
 /// Starts `countersign-mcp --demo` in `home` with `env`, stdin at its end; (exit code, stderr).
 async fn start(home: &Home, env: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = home.server_command(&["--demo"]);
@@ -87,13 +98,7 @@ async fn the_server_signs_with_the_secret_the_policy_names() {
         "whsec_b3RoZXItc2VjcmV0LW9mLWVub3VnaC1sZW5ndGg=",
     );
     let (client, _) = serve_pid(cmd).await;
-    let r = call(
-        &client,
-        "publish_post",
-        json!({"title": "Hi", "body": "there", "visibility": "private"}),
-    )
-    .await;
-    assert_eq!(code(&r), "APPROVAL_REQUIRED");
+    propose_a_post(&client).await;
     let got = tokio::time::timeout(Duration::from_secs(10), received)
         .await
         .expect("the announcement arrives")
@@ -117,13 +122,7 @@ async fn the_server_delivers_over_https_to_the_endpoint_its_notify_ca_vouches_fo
     let mut cmd = home.server_command(&["--demo", "--notify-ca", &ca.display().to_string()]);
     cmd.env("COUNTERSIGN_NOTIFY_SECRET", GOOD);
     let (client, _) = serve_pid(cmd).await;
-    let r = call(
-        &client,
-        "publish_post",
-        json!({"title": "Hi", "body": "there", "visibility": "private"}),
-    )
-    .await;
-    assert_eq!(code(&r), "APPROVAL_REQUIRED");
+    propose_a_post(&client).await;
     let got = tokio::time::timeout(Duration::from_secs(10), received)
         .await
         .expect("the announcement arrives")
@@ -159,13 +158,7 @@ async fn an_endpoint_no_root_vouches_for_is_logged_by_host_alone() {
         failures
     });
     let (client, _) = home.logging_pid(&["--demo"], "warn", &log).await;
-    let r = call(
-        &client,
-        "publish_post",
-        json!({"title": "Hi", "body": "there", "visibility": "private"}),
-    )
-    .await;
-    assert_eq!(code(&r), "APPROVAL_REQUIRED");
+    propose_a_post(&client).await;
     tokio::time::timeout(Duration::from_secs(15), attempts)
         .await
         .expect("the attempt and its retry")

@@ -1,5 +1,5 @@
 //! One announcement on the wire: a POST over a fresh connection (TLS for `https://`, checked
-//! against [`NotifyTls`]'s roots with the URL's host as the name), signed when a secret is set,
+//! against `NotifyTls`'s roots with the URL's host as the name), signed when a secret is set,
 //! with a timeout per attempt. Redirects are never followed: the URL is the operator's.
 
 use std::sync::Arc;
@@ -16,8 +16,6 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::TlsConnector;
 
 use super::sign::Secret;
-#[cfg(doc)]
-use super::tls::NotifyTls;
 
 /// How long one attempt may take, connection included.
 pub(super) const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(5);
