@@ -103,6 +103,11 @@ struct Cli {
     /// `BASE/review/draft/ID` (without it, their `review` is null).
     #[arg(long, env = "COUNTERSIGN_REVIEW_URL", value_name = "BASE")]
     review_url: Option<String>,
+    /// A PEM file of CA certificates trusted, besides the public roots (Mozilla's, built in),
+    /// for the policy's `https://` notify URLs: a private endpoint's CA. Read once at start; a
+    /// file that cannot be read or holds no certificate stops the server.
+    #[arg(long, env = "COUNTERSIGN_NOTIFY_CA", value_name = "FILE")]
+    notify_ca: Option<PathBuf>,
     /// The transparency log's key file: checkpoints of the audit log's tree are signed with it
     /// (default: `log.key` in the home folder when it exists; without a key none are issued).
     #[arg(long, env = "COUNTERSIGN_LOG_KEY", value_name = "FILE")]
@@ -258,6 +263,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         approvers: cli.approvers,
         hosted: http.is_some(),
         review_url: cli.review_url,
+        notify_ca: cli.notify_ca,
         checkpoints: CheckpointSettings {
             key: cli.log_key,
             origin: cli.log_origin,

@@ -47,6 +47,9 @@ pub struct Options {
     /// `--review-url BASE` (else `COUNTERSIGN_REVIEW_URL`): where the review page is reached, so
     /// that announcements of new drafts link to `BASE/review/draft/ID`.
     pub review_url: Option<String>,
+    /// `--notify-ca FILE` (else `COUNTERSIGN_NOTIFY_CA`): PEM CA certificates trusted besides
+    /// the public roots for `https://` notify URLs. Read once, at start.
+    pub notify_ca: Option<PathBuf>,
     /// `--log-key FILE`, `--log-origin ORIGIN`, `--checkpoint-interval` (else
     /// `COUNTERSIGN_LOG_KEY`, `COUNTERSIGN_LOG_ORIGIN`, `COUNTERSIGN_CHECKPOINT_INTERVAL`): the
     /// server signs a checkpoint of the audit log's tree at most once per interval when it
@@ -130,6 +133,9 @@ impl Options {
         }
         if let Some(base) = &self.review_url {
             core = core.with_review_url(base)?;
+        }
+        if let Some(ca) = &self.notify_ca {
+            core = core.with_notify_ca(ca)?;
         }
         notify_secret(core)
     }

@@ -1,8 +1,10 @@
 //! A webhook receiver for the notification suites: reads one HTTP/1.1 POST off a real socket
-//! (plain or TLS), answers it, and hands back what arrived; and the `standardwebhooks` package
-//! (the specification's Python library) as the judge of its signature.
+//! (plain or TLS, behind a CA of the test's own made with `rcgen`), answers it, and hands back
+//! what arrived; and the `standardwebhooks` package (the specification's Python library) as the
+//! judge of its signature.
 
 use std::process::Stdio;
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -125,4 +127,85 @@ pub async fn standard_webhooks_accepts(
     drop(stdin);
     let out = child.wait_with_output().await.expect("python ran");
     Some(out.status.success() && out.stdout.starts_with(b"verified"))
+}
+
+/// An HTTPS endpoint behind a CA of a test's own: the CA's certificate to hand the sender, and
+/// a TLS server whose certificate the CA issued.
+pub struct TlsEndpoint {
+    /// The CA's certificate, PEM.
+    pub ca_pem: String,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+/// One connection to a [`TlsEndpoint`], as far as it went.
+#[derive(Debug)]
+pub struct OverTls {
+    /// The name the client asked for (SNI).
+    pub server_name: Option<String>,
+    /// The protocol agreed by ALPN.
+    pub alpn: Option<Vec<u8>>,
+    /// The request read after the handshake.
+    pub received: Received,
+}
+
+impl TlsEndpoint {
+    /// A new CA, and a server certificate it issued for the DNS name `name`.
+    ///
+    /// # Panics
+    /// When `rcgen` or rustls refuse what they are given.
+    pub fn issued_to(name: &str) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "countersign test CA");
+        let ca_key = KeyPair::generate().expect("CA key");
+        let ca_cert = ca.self_signed(&ca_key).expect("CA certificate");
+        let issuer = Issuer::new(ca, ca_key);
+        let mut leaf = CertificateParams::new(vec![name.to_owned()]).expect("name");
+        leaf.distinguished_name.push(DnType::CommonName, name);
+        let leaf_key = KeyPair::generate().expect("server key");
+        let leaf_cert = leaf
+            .signed_by(&leaf_key, &issuer)
+            .expect("server certificate");
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into());
+        // The sender's provider (countersign-mcp's notify/tls.rs says why ring).
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_no_client_auth()
+            .with_single_cert(vec![leaf_cert.der().clone()], key)
+            .expect("server config");
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        TlsEndpoint {
+            ca_pem: ca_cert.pem(),
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        }
+    }
+
+    /// Accepts one connection on `listener`, makes the TLS handshake and reads one request,
+    /// answering 204; the handshake's failure as the server saw it (e.g. the client's alert).
+    ///
+    /// # Panics
+    /// As [`read_request`], once the handshake succeeded.
+    pub async fn one_request(&self, listener: &tokio::net::TcpListener) -> Result<OverTls, String> {
+        let (socket, _) = listener.accept().await.expect("accept");
+        let mut tls = self
+            .acceptor
+            .accept(socket)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (_, session) = tls.get_ref();
+        let server_name = session.server_name().map(str::to_owned);
+        let alpn = session.alpn_protocol().map(<[u8]>::to_vec);
+        let received = read_request(&mut tls, NO_CONTENT).await;
+        tls.shutdown().await.ok();
+        Ok(OverTls {
+            server_name,
+            alpn,
+            received,
+        })
+    }
 }

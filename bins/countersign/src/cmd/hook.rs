@@ -34,6 +34,10 @@ pub(crate) struct HookArgs {
     /// The Cedar rules file (default: countersign.cedar beside the policy file).
     #[arg(long, env = "COUNTERSIGN_RULES", value_name = "FILE")]
     rules: Option<std::path::PathBuf>,
+    /// A PEM file of CA certificates trusted, besides the public roots, for the policy's
+    /// `https://` notify URLs, as `countersign-mcp --notify-ca`.
+    #[arg(long, env = "COUNTERSIGN_NOTIFY_CA", value_name = "FILE")]
+    notify_ca: Option<std::path::PathBuf>,
 }
 
 pub(crate) fn run(ctx: &Ctx, command: HookCommand) -> Result<Report, Failure> {
@@ -75,6 +79,7 @@ async fn answer(ctx: &Ctx, args: HookArgs, input: &[u8]) -> Answer {
         rules: args.rules,
         keys: ctx.keys.clone(),
         approvers: ctx.approvers.clone(),
+        notify_ca: args.notify_ca,
         ..Options::default()
     };
     let core = match options.build().await {

@@ -242,7 +242,14 @@ fn notify_per_tool_and_in_defaults() {
     assert_eq!(notify_url(&p, "other"), Some("http://127.0.0.1:8080/hook"));
     let p = Policy::from_toml(EXAMPLE).expect("valid");
     assert!(p.lookup("publish_post").expect("known").notify.is_none());
-    for good in ["http://[::1]:9/x", "http://localhost", "http://h:65535"] {
+    for good in [
+        "http://[::1]:9/x",
+        "http://localhost",
+        "http://h:65535",
+        "https://hooks.example.org/services/T0/B0/x?token=y",
+        "https://[::1]:8443/x",
+        "https://localhost",
+    ] {
         let text = format!("[tools.a]\nnotify = \"{good}\"\n");
         let p = Policy::from_toml(&text).expect(good);
         assert_eq!(notify_url(&p, "a"), Some(good));
@@ -250,10 +257,14 @@ fn notify_per_tool_and_in_defaults() {
 }
 
 #[test]
-fn notify_refuses_anything_but_plain_http() {
+fn notify_refuses_anything_but_http_and_https() {
     for bad in [
-        "https://hooks.example.org/x",
         "ftp://hooks.example.org/x",
+        "HTTPS://hooks.example.org/x",
+        "https://",
+        "https://user:pw@h/x",
+        "https://h/x#frag",
+        "https://h:0/x",
         "file:///tmp/x",
         "hooks.example.org/x",
         "HTTP//x",
@@ -285,8 +296,8 @@ fn notify_refuses_anything_but_plain_http() {
             "{bad}"
         );
     }
-    let e = Policy::from_toml("[tools.a]\nnotify = \"https://h/x\"\n").expect_err("https");
-    assert!(e.to_string().contains("bridge"), "{e}");
+    let e = Policy::from_toml("[tools.a]\nnotify = \"ftp://h/x\"\n").expect_err("ftp");
+    assert!(e.to_string().contains("only http:// and https://"), "{e}");
 }
 
 /// An unsigned approval is a name typed on a command line: a quorum over such names counts

@@ -23,7 +23,7 @@ use tracing::Instrument;
 
 use crate::confirm::Confirmer;
 use crate::error::{Error, Result, ShownDraft};
-use crate::notify::{Announcer, Secret};
+use crate::notify::Announcer;
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
 
@@ -81,8 +81,8 @@ pub struct Countersign {
     /// The digests of the tool definitions seen last.
     tool_digests: Arc<ToolDigests>,
     /// Announces new drafts to the policy's `notify` URLs.
-    /// Also told of decisions by the gate.
-    announcer: Arc<Announcer>,
+    /// Also told of decisions by the gate. Its settings are made in `notify`.
+    pub(crate) announcer: Arc<Announcer>,
     /// The verifier key of the log this process signs checkpoints of, if it signs any.
     log_key: Option<VerifierKey>,
 }
@@ -179,28 +179,6 @@ impl Countersign {
     pub fn with_elicitation_timeout(mut self, timeout: Duration) -> Self {
         self.elicitation_timeout = timeout;
         self
-    }
-
-    /// Links the announcements of new drafts (the policy's `notify`) to the review page served
-    /// under `base`: `BASE/review/draft/ID`. Without it their `review` is `null`.
-    ///
-    /// # Errors
-    /// `CONFIG_INVALID` unless `base` is an absolute `http://` or `https://` URL.
-    pub fn with_review_url(self, base: &str) -> Result<Self> {
-        self.announcer.configure(|n| n.with_review_base(base))?;
-        Ok(self)
-    }
-
-    /// Signs every announcement per the Standard Webhooks specification with `secret`
-    /// (`whsec_` and the base64 of at least 24 bytes); `source` names where it was read, for
-    /// the error, which never repeats it.
-    ///
-    /// # Errors
-    /// `CONFIG_INVALID` for a malformed secret.
-    pub fn with_notify_secret(self, secret: &str, source: &str) -> Result<Self> {
-        let secret = Secret::parse(secret, source)?;
-        self.announcer.configure(|n| Ok(n.with_secret(secret)))?;
-        Ok(self)
     }
 
     /// Names the log this process signs checkpoints of, so its latest checkpoint is served

@@ -4,10 +4,11 @@
 //! argument values (some are hidden, some may be secret), only the draft id, the action, the
 //! revision, the review link and the time. It is sent from a task of its own with a short
 //! timeout and at most one retry; whatever happens to it is logged and never reaches the call
-//! that proposed, which has already answered `APPROVAL_REQUIRED`. Plain HTTP only: the policy
-//! refuses `https://` URLs (docs/gate.md says how to reach an HTTPS endpoint through a bridge).
+//! that proposed, which has already answered `APPROVAL_REQUIRED`. `https://` endpoints are
+//! reached over TLS and must prove their name to the public roots or an operator's CA (`tls`).
 //! With a secret, every POST is signed per the Standard Webhooks specification (`sign`).
 
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -17,16 +18,19 @@ use hyper::Uri;
 use hyper::body::Bytes;
 use tokio::sync::Semaphore;
 
+use crate::core::Countersign;
 use crate::error::{Error, Result};
 
 mod format;
 mod send;
 mod sign;
+mod tls;
 
 pub(crate) use sign::{SECRET_VAR, Secret};
 
 use format::Facts;
 use send::{Failure, Message, attempt, shown};
+use tls::NotifyTls;
 
 /// The pause before the one retry.
 const RETRY_PAUSE: Duration = Duration::from_secs(1);
@@ -81,6 +85,44 @@ impl Decisions for Announcer {
     }
 }
 
+/// How a layer's announcements are sent: where they link, how they are signed, whom an HTTPS
+/// endpoint must prove itself to.
+impl Countersign {
+    /// Links the announcements of new drafts (the policy's `notify`) to the review page served
+    /// under `base`: `BASE/review/draft/ID`. Without it their `review` is `null`.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` unless `base` is an absolute `http://` or `https://` URL.
+    pub fn with_review_url(self, base: &str) -> Result<Self> {
+        self.announcer.configure(|n| n.with_review_base(base))?;
+        Ok(self)
+    }
+
+    /// Signs every announcement per the Standard Webhooks specification with `secret`
+    /// (`whsec_` and the base64 of at least 24 bytes); `source` names where it was read, for
+    /// the error, which never repeats it.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` for a malformed secret.
+    pub fn with_notify_secret(self, secret: &str, source: &str) -> Result<Self> {
+        let secret = Secret::parse(secret, source)?;
+        self.announcer.configure(|n| Ok(n.with_secret(secret)))?;
+        Ok(self)
+    }
+
+    /// Trusts the CA certificates of the PEM file at `path`, besides the public roots
+    /// (`webpki-roots`), for `https://` notify endpoints: a private endpoint's CA. Read once.
+    ///
+    /// # Errors
+    /// `CONFIG_INVALID` for a file that cannot be read, holds no certificate, or holds one that
+    /// is not a usable CA certificate.
+    pub fn with_notify_ca(self, path: &Path) -> Result<Self> {
+        let tls = NotifyTls::with_ca_file(path)?;
+        self.announcer.configure(|n| Ok(n.with_tls(tls)))?;
+        Ok(self)
+    }
+}
+
 /// Sends the announcements of one layer.
 #[derive(Debug, Clone)]
 pub(crate) struct Notifier {
@@ -88,6 +130,8 @@ pub(crate) struct Notifier {
     review_base: Option<Arc<str>>,
     /// Signs every POST when set.
     secret: Option<Arc<Secret>>,
+    /// The roots an `https://` endpoint is checked against.
+    tls: NotifyTls,
     in_flight: Arc<Semaphore>,
 }
 
@@ -96,6 +140,7 @@ impl Default for Notifier {
         Notifier {
             review_base: None,
             secret: None,
+            tls: NotifyTls::default(),
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
         }
     }
@@ -123,6 +168,12 @@ impl Notifier {
     /// Signs every announcement with `secret` (Standard Webhooks).
     pub(crate) fn with_secret(mut self, secret: Secret) -> Self {
         self.secret = Some(Arc::new(secret));
+        self
+    }
+
+    /// Checks `https://` endpoints against `tls`'s roots.
+    pub(crate) fn with_tls(mut self, tls: NotifyTls) -> Self {
+        self.tls = tls;
         self
     }
 
@@ -157,6 +208,16 @@ impl Notifier {
             tracing::warn!(draft = %draft_id, "notify URL not usable; draft not announced");
             return;
         };
+        let tls = match uri.scheme_str() {
+            Some("https") => match self.tls.config() {
+                Ok(config) => Some(config),
+                Err(e) => {
+                    tracing::warn!(draft = %draft_id, hook = %shown(&uri), error = %e, "no TLS settings; draft not announced");
+                    return;
+                }
+            },
+            _ => None,
+        };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             tracing::warn!(
                 draft = %draft_id,
@@ -171,6 +232,7 @@ impl Notifier {
             // One id for the message, kept on its retry, so a receiver can drop the duplicate.
             id: sign::message_id(),
             secret: self.secret.clone(),
+            tls,
         };
         tokio::spawn(async move {
             let _permit = permit;

@@ -1,4 +1,5 @@
-//! One announcement on the wire: a POST over a fresh connection, signed when a secret is set,
+//! One announcement on the wire: a POST over a fresh connection (TLS for `https://`, checked
+//! against `NotifyTls`'s roots with the URL's host as the name), signed when a secret is set,
 //! with a timeout per attempt. Redirects are never followed: the URL is the operator's.
 
 use std::sync::Arc;
@@ -9,6 +10,10 @@ use hyper::body::Bytes;
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper::{Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_rustls::TlsConnector;
 
 use super::sign::Secret;
 
@@ -23,6 +28,8 @@ pub(super) struct Message {
     /// `webhook-id`.
     pub(super) id: String,
     pub(super) secret: Option<Arc<Secret>>,
+    /// The TLS settings, for an `https://` URL.
+    pub(super) tls: Option<Arc<ClientConfig>>,
 }
 
 /// Why an announcement failed.
@@ -68,14 +75,38 @@ pub(super) async fn attempt(message: &Message) -> Result<(), Failure> {
 /// One POST over a fresh connection; the answer's status.
 async fn post(message: &Message) -> Result<StatusCode, String> {
     let uri = &message.uri;
-    let (Some(host), Some(authority)) = (uri.host(), uri.authority()) else {
+    let Some(host) = uri.host() else {
         return Err("no host".into());
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let port = uri.port_u16().unwrap_or(80);
+    let default_port = if message.tls.is_some() { 443 } else { 80 };
+    let port = uri.port_u16().unwrap_or(default_port);
     let stream = tokio::net::TcpStream::connect((host, port))
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
+    match &message.tls {
+        None => exchange(stream, message).await,
+        Some(config) => {
+            let name = ServerName::try_from(host.to_owned())
+                .map_err(|e| format!("not a TLS server name: {e}"))?;
+            let stream = TlsConnector::from(config.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| format!("TLS handshake failed: {e}"))?;
+            exchange(stream, message).await
+        }
+    }
+}
+
+/// The POST and its answer over `stream`, plain or TLS.
+async fn exchange<S>(stream: S, message: &Message) -> Result<StatusCode, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let uri = &message.uri;
+    let Some(authority) = uri.authority() else {
+        return Err("no host".into());
+    };
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;

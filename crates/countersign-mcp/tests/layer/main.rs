@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 mod confirm;
 mod notify;
 mod notify_formats;
+mod notify_https;
 mod notify_signed;
 mod rules;
 
