@@ -10,7 +10,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
-use countersign_gate::policy::{Mode, Policy};
+use countersign_gate::policy::{Mode, NotifyEvent, Policy};
 use countersign_gate::store::{GateStore, MemoryStore};
 use countersign_gate::{Decided, Gate, Proposal, RuledCall};
 
@@ -25,7 +25,6 @@ use crate::error::{Error, Result, ShownDraft};
 use crate::notify::{Announcer, Secret};
 use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
-use countersign_gate::policy::NotifyEvent;
 
 /// How one tool's calls are handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,9 +76,10 @@ pub struct Countersign {
     elicitation_timeout: Duration,
     /// The digests of the tool definitions seen last.
     tool_digests: Arc<ToolDigests>,
-    /// Announces new drafts to the policy's `notify` URLs.
-    /// Also told of decisions by the gate.
-    announcer: Arc<Announcer>,
+    /// Announces drafts and the gate's decisions to the policy's `notify` URLs.
+    pub(crate) announcer: Arc<Announcer>,
+    /// Counts for `/metrics`, when on (`metrics`).
+    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
     /// The verifier key of the log this process signs checkpoints of, if it signs any.
     log_key: Option<VerifierKey>,
 }
@@ -150,6 +150,7 @@ impl Countersign {
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: Arc::default(),
             announcer,
+            metrics: None,
             log_key: None,
         }
     }
@@ -165,7 +166,7 @@ impl Countersign {
     /// Replaces the gate (e.g. one with a test clock or an audit anchor).
     #[must_use]
     pub fn with_gate(mut self, gate: Gate) -> Self {
-        gate.tell_decisions(self.announcer.clone());
+        gate.tell_decisions(self.told());
         self.gate = Arc::new(gate);
         self
     }

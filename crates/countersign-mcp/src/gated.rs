@@ -27,6 +27,7 @@ use crate::countersign_tools;
 use crate::elicit::Next;
 use crate::error::{Error, Result};
 use crate::forward::forward_server_handler;
+use crate::metrics::{Decision, Meter};
 use crate::port::HandlerPort;
 use crate::tool_definition::decorate;
 use countersign_gate::Decided;
@@ -162,6 +163,7 @@ impl<H: ServerHandler> Gated<H> {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        meter: &Meter<'_>,
     ) -> Result<CallToolResponse> {
         // Borrowed: a call passed on or confirmed hands the request itself on.
         let no_args = Map::new();
@@ -196,7 +198,7 @@ impl<H: ServerHandler> Gated<H> {
                     return Err(unknown_tool(name));
                 };
                 match self.core.plan(&tool) {
-                    Plan::Pass => return self.pass(request, context).await,
+                    Plan::Pass => return meter.pass(self.pass(request, context)).await,
                     Plan::Deny => {
                         return Err(countersign_gate::Error::PolicyDenied {
                             tool: name.to_owned(),
@@ -213,7 +215,7 @@ impl<H: ServerHandler> Gated<H> {
                         let asked = crate::elicit::approval(
                             &self.core, &tool, &request, &principal, &context,
                         );
-                        match Box::pin(asked).await? {
+                        match meter.ask(Box::pin(asked).await?) {
                             Next::Respond(response) => return Ok(response),
                             // Approved in the host: run it now, exactly as countersign_execute
                             // would, under an operation id a retry of this call reuses.
@@ -237,13 +239,15 @@ impl<H: ServerHandler> Gated<H> {
                         };
                         crate::schema::check(&tool.input_schema, args)?;
                         let decided = Box::pin(self.core.decide(&tool, args, principal)).await?;
+                        meter.decided(Decision::ruled(&decided));
                         return self.ruled(decided, request, context).await;
                     }
                     Plan::Confirm { risk } => {
                         // The token covers the arguments; the schema still decides whether they
                         // are a call of this tool at all, before a dry run previews them.
                         crate::schema::check_except(&tool.input_schema, args, &CONTROLS)?;
-                        return Box::pin(self.confirm(request, &risk, &principal, context)).await;
+                        let confirmed = self.confirm(request, &risk, &principal, context, meter);
+                        return Box::pin(confirmed).await;
                     }
                 }
             }
@@ -304,6 +308,7 @@ impl<H: ServerHandler> Gated<H> {
         risk: &str,
         principal: &Principal,
         context: RequestContext<RoleServer>,
+        meter: &Meter<'_>,
     ) -> Result<CallToolResponse> {
         let confirmer = self.core.confirmer().ok_or_else(|| {
             Error::Config(
@@ -325,10 +330,10 @@ impl<H: ServerHandler> Gated<H> {
         // Token times follow the gate's clock, so a clock fixed for the gate fixes them too.
         let now = self.core.gate().clock().now_secs();
         match step {
-            ConfirmStep::DryRun => Ok(confirmer.dry_run(&binding, now)?.into()),
+            ConfirmStep::DryRun => Ok(meter.dry_run(confirmer.dry_run(&binding, now)?).into()),
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
-                confirmer.redeem(&token, &binding, now).await?;
+                meter.redeemed(confirmer.redeem(&token, &binding, now).await?);
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),
                     _ => None,
@@ -360,6 +365,7 @@ impl<H: ServerHandler> Gated<H> {
             core: &self.core,
         };
         let execution = gate.execute(draft_id, revision, operation_id, &port).await;
+        crate::metrics::executed(&self.core, &execution);
         match &execution {
             // A replayed result announces nothing: the run it records was announced then.
             Ok(done) if !done.replay => {
@@ -433,9 +439,11 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.clone();
-        let mut response = match self.dispatch(request, context).await {
+        let meter = Meter::start(self.core.metrics(), &name);
+        let mut response = match self.dispatch(request, context, &meter).await {
             Ok(response) => response,
             Err(e) => {
+                meter.refused(&e);
                 tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
                 e.into_result().into()
             }
