@@ -18,7 +18,7 @@ const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
 const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 /// Writes a private auth file with two tenants and returns its path.
-fn auth_file(home: &Home) -> String {
+pub(crate) fn auth_file(home: &Home) -> String {
     let path = home.path().join("auth.toml");
     std::fs::write(
         &path,

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use countersign_testkit::require_env;
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
     Implementation, ProtocolVersion,
@@ -13,7 +12,6 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData as McpError, ServiceExt};
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
 
 use crate::common::*;
 
@@ -69,18 +67,7 @@ impl ClientHandler for Approving {
 
 /// `/metrics` parsed by `prometheus_client`; `None` (said as skipped) without a Python.
 async fn parsed(body: &[u8]) -> Option<BTreeMap<String, Value>> {
-    let python = require_env("COUNTERSIGN_TEST_PYTHON")?;
-    let mut child = tokio::process::Command::new(python)
-        .args(["-c", PARSE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(body).await.expect("scrape to python");
-    drop(stdin);
-    let out = child.wait_with_output().await.expect("python ran");
+    let out = countersign_testkit::webhooks::python(PARSE, &[], &[], body).await?;
     assert!(
         out.status.success(),
         "the parser refused the scrape: {}",
@@ -239,17 +226,7 @@ async fn http_metrics_are_off_by_default_and_behind_the_host_check() {
     assert_eq!(r.status, 404, "{r:?}");
     drop(off);
 
-    let auth = home.path().join("auth.toml");
-    std::fs::write(
-        &auth,
-        "[[client]]\ntoken = \"metrics-test-token-5e2f0a9c\"\ntenant = \"a\"\nsubject = \"agent\"\n",
-    )
-    .expect("auth file");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&auth, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    }
-    let auth = auth.display().to_string();
+    let auth = crate::http::auth_file(&home);
     let on = home
         .http(&[
             "--upstream",
