@@ -45,11 +45,13 @@ for family in text_string_to_metric_families(sys.stdin.read()):
 print(json.dumps(out))
 "#;
 
-/// An MCP host whose person approves every question asked inside it.
+/// An MCP host whose person approves every question asked inside it, or declines every one.
 #[derive(Clone)]
-struct Approving;
+struct Host {
+    approves: bool,
+}
 
-impl ClientHandler for Approving {
+impl ClientHandler for Host {
     fn get_info(&self) -> ClientConfig {
         let capabilities = ClientCapabilities::builder().enable_elicitation().build();
         ClientConfig::new(capabilities, Implementation::new("metrics-test", "1.0"))
@@ -61,7 +63,11 @@ impl ClientHandler for Approving {
         _request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true})))
+        Ok(if self.approves {
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+        } else {
+            ElicitResult::new(ElicitationAction::Decline)
+        })
     }
 }
 
@@ -119,7 +125,10 @@ async fn http_metrics_count_what_was_decided_and_show_no_argument() {
 
     // A call approved by the person in the host, and run at once.
     let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(server.url());
-    let host = Approving.serve(transport).await.expect("host connects");
+    let host = Host { approves: true }
+        .serve(transport)
+        .await
+        .expect("host connects");
     let line = format!("{MARKER}-approved");
     let r = call_on(
         host.peer(),
@@ -130,6 +139,20 @@ async fn http_metrics_count_what_was_decided_and_show_no_argument() {
     assert_ne!(r.is_error, Some(true), "{r:?}");
     let written = std::fs::read_to_string(&file).expect("the approved line");
     assert_eq!(written, format!("{line}\n"));
+    // And one the person declines there: a rejection.
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(server.url());
+    let host = Host { approves: false }
+        .serve(transport)
+        .await
+        .expect("host connects");
+    let line = format!("{MARKER}-declined");
+    let r = call_on(
+        host.peer(),
+        "append_line",
+        json!({"path": file, "line": line}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
 
     let r = raw_request(server.addr, "GET", "/metrics", &[], b"").await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -156,7 +179,7 @@ async fn http_metrics_count_what_was_decided_and_show_no_argument() {
             .unwrap_or_else(|| panic!("no sample {key} in\n{body}"))
     };
     for (decision, n) in [
-        ("ask", 3.0),
+        ("ask", 4.0),
         ("pass", 1.0),
         ("deny", 2.0),
         ("execute", 1.0),
@@ -179,17 +202,17 @@ async fn http_metrics_count_what_was_decided_and_show_no_argument() {
         value("countersign_approvals_total{channel=\"elicitation\",signature=\"unsigned\"}"),
         1.0
     );
-    assert_eq!(value("countersign_rejections_total"), 0.0);
+    assert_eq!(value("countersign_rejections_total"), 1.0);
     assert_eq!(value("countersign_executions_total{outcome=\"ran\"}"), 1.0);
     assert_eq!(
         value("countersign_executions_total{outcome=\"failed\"}"),
         0.0
     );
-    // Three asks, one pass, two denials: six calls decided by the gate.
-    assert_eq!(value("countersign_decision_latency_seconds_count"), 6.0);
+    // Four asks, one pass, two denials: seven calls decided by the gate.
+    assert_eq!(value("countersign_decision_latency_seconds_count"), 7.0);
     assert_eq!(
         value("countersign_decision_latency_seconds_bucket{le=\"+Inf\"}"),
-        6.0
+        7.0
     );
     assert_eq!(
         value("countersign_time_to_decision_seconds_count{outcome=\"approved\"}"),
@@ -197,7 +220,7 @@ async fn http_metrics_count_what_was_decided_and_show_no_argument() {
     );
     assert_eq!(
         value("countersign_time_to_decision_seconds_count{outcome=\"rejected\"}"),
-        0.0
+        1.0
     );
     assert_eq!(value("countersign_drafts_waiting"), 2.0);
     for (family, kind) in [
