@@ -83,6 +83,10 @@ struct Cli {
     /// tiles, entry bundles: the audit records), without authentication, for monitors.
     #[arg(long, requires = "http")]
     serve_log: bool,
+    /// Serve counters and histograms of calls, refusals, approvals and runs at `/metrics` in
+    /// the Prometheus text format, without authentication (docs/observability.md).
+    #[arg(long, requires = "http")]
+    metrics: bool,
     /// Seconds a client may take to send a request's headers before its connection is closed
     /// (default 10).
     #[arg(long, value_name = "SECS", requires = "http")]
@@ -289,7 +293,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
         if cli.check_policy {
             return checked(&core, &[Demo::tool()]);
         }
-        let core = Arc::new(core);
+        let core = Arc::new(if cli.metrics {
+            core.with_metrics()
+        } else {
+            core
+        });
         reload_on_hangup(core.clone(), options, Some(DEMO_POLICY))?;
         if let Some(addr) = cli.web {
             return serve_web(addr, &core, Demo::new(cli.out)).await;
@@ -305,7 +313,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
         if cli.check_policy {
             return checked(&core, &upstream.tools().await?);
         }
-        let core = Arc::new(core);
+        let core = Arc::new(if cli.metrics {
+            core.with_metrics()
+        } else {
+            core
+        });
         reload_on_hangup(core.clone(), options, None)?;
         match http {
             // One upstream child serves every HTTP session.

@@ -14,6 +14,12 @@ use crate::policy::{NotifyEvent, ToolPolicy};
 pub trait Decisions: Send + Sync + std::fmt::Debug {
     /// `event` happened to `draft` (as it stands after it), whose tool's policy is `tool`.
     fn decided(&self, draft: &Draft, tool: &ToolPolicy, event: NotifyEvent);
+
+    /// Whether to be told of every decision, not only those of a policy that announces
+    /// anything (counting them costs a read of the draft per decision).
+    fn wants_every_decision(&self) -> bool {
+        false
+    }
 }
 
 /// Where a gate finds its [`Decisions`], set after the gate is shared.
@@ -29,14 +35,15 @@ impl Gate {
     }
 
     /// Tells the [`Decisions`] of `event` on the draft `id`. The draft is read back only when
-    /// something listens and the policy announces anything at all, so a gate without either
-    /// pays nothing; a draft that cannot be read back is not told (the decision stands).
+    /// something listens and the policy announces anything at all (or the listener wants every
+    /// decision), so a gate without either pays nothing; a draft that cannot be read back is not
+    /// told (the decision stands).
     pub(crate) async fn tell(&self, id: &str, event: NotifyEvent) {
         let Some(listener) = self.decisions.read().ok().and_then(|s| s.clone()) else {
             return;
         };
         let policy = self.policy();
-        if !policy.notifies() {
+        if !policy.notifies() && !listener.wants_every_decision() {
             return;
         }
         let Ok(draft) = self.draft(id).await else {

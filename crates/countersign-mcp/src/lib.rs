@@ -67,6 +67,7 @@ mod gated;
 pub mod hook;
 #[cfg(feature = "http")]
 pub mod http;
+mod metrics;
 mod notify;
 mod output;
 mod policy_text;

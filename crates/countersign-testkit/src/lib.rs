@@ -5,10 +5,10 @@
 //! only what it uses: `replay` (the ledger conformance suite), `gate` (the gate store conformance
 //! suite), `mcp` (a fake MCP server), `postgres` (a schema of a test's own), `browser`
 //! (headless Chromium with a virtual passkey authenticator) and `golog` (Go's reference
-//! implementation of the log's formats, as a checker), `webhooks` (a notification receiver and
-//! the `standardwebhooks` package as the judge of signatures). `timing`, `ssh` (keys made by
-//! `ssh-keygen`), `policy` (policy text shared by suites and benchmarks) and [`require_env`]
-//! need nothing.
+//! implementation of the log's formats, as a checker), `webhooks` (a notification receiver,
+//! the `standardwebhooks` package as the judge of signatures, and the test Python that runs it
+//! and `prometheus_client`'s parser). `timing`, `ssh` (keys made by `ssh-keygen`), `policy`
+//! (policy text shared by suites and benchmarks) and [`require_env`] need nothing.
 
 #[cfg(feature = "browser")]
 pub mod browser;

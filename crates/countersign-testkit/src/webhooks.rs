@@ -113,20 +113,38 @@ pub async fn standard_webhooks_accepts(
     body: &[u8],
     secret: &str,
 ) -> Option<bool> {
+    let headers = Value::Object(headers.clone()).to_string();
+    let out = python(VERIFY, &[&headers], &[("HOOK_SECRET", secret)], body).await?;
+    Some(out.status.success() && out.stdout.starts_with(b"verified"))
+}
+
+/// What the Python of `COUNTERSIGN_TEST_PYTHON` (a venv holding the third-party packages the
+/// suites judge with) made of `script` run with `args` and `env`, reading `stdin`; `None` (said
+/// on stderr as skipped) when the variable names no Python.
+///
+/// # Panics
+/// When the Python cannot be started.
+pub async fn python(
+    script: &str,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: &[u8],
+) -> Option<std::process::Output> {
     let python = crate::require_env("COUNTERSIGN_TEST_PYTHON")?;
     let mut child = tokio::process::Command::new(python)
-        .args(["-c", VERIFY, &Value::Object(headers.clone()).to_string()])
-        .env("HOOK_SECRET", secret)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("python");
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(body).await.expect("body to python");
-    drop(stdin);
-    let out = child.wait_with_output().await.expect("python ran");
-    Some(out.status.success() && out.stdout.starts_with(b"verified"))
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin).await.expect("stdin to python");
+    drop(input);
+    Some(child.wait_with_output().await.expect("python ran"))
 }
 
 /// An HTTPS endpoint behind a CA of a test's own: the CA's certificate to hand the sender, and

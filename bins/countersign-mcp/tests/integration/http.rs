@@ -18,7 +18,7 @@ pub(crate) const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event
 pub(crate) const JSON: (&str, &str) = ("Content-Type", "application/json");
 
 /// Writes a private auth file with two tenants and returns its path.
-fn auth_file(home: &Home) -> String {
+pub(crate) fn auth_file(home: &Home) -> String {
     let path = home.path().join("auth.toml");
     std::fs::write(
         &path,

@@ -15,6 +15,7 @@ mod log_served;
 mod log_tampered;
 mod manifest;
 mod matrix;
+mod metrics;
 mod notify;
 mod proxy;
 mod reload;

@@ -10,7 +10,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use countersign_canon::{Limits, Principal};
-use countersign_gate::policy::{Mode, Policy};
+use countersign_gate::policy::{Mode, NotifyEvent, Policy};
 use countersign_gate::store::{GateStore, MemoryStore};
 use countersign_gate::{Gate, Proposal};
 
@@ -28,7 +28,6 @@ use crate::policy_text::{PolicyText, policies};
 use crate::tool_definition::{Marking, ToolDigests, is_read_only};
 
 mod rules;
-use countersign_gate::policy::NotifyEvent;
 
 /// How one tool's calls are handled.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +79,10 @@ pub struct Countersign {
     elicitation_timeout: Duration,
     /// The digests of the tool definitions seen last.
     tool_digests: Arc<ToolDigests>,
-    /// Announces new drafts to the policy's `notify` URLs.
-    /// Also told of decisions by the gate. Its settings are made in `notify`.
+    /// Announces drafts and the gate's decisions to the policy's `notify` URLs.
     pub(crate) announcer: Arc<Announcer>,
+    /// Counts for `/metrics`, when on (`metrics`).
+    pub(crate) metrics: Option<Arc<crate::metrics::Metrics>>,
     /// The verifier key of the log this process signs checkpoints of, if it signs any.
     log_key: Option<VerifierKey>,
 }
@@ -153,6 +153,7 @@ impl Countersign {
             elicitation_timeout: DEFAULT_ELICITATION_TIMEOUT,
             tool_digests: Arc::default(),
             announcer,
+            metrics: None,
             log_key: None,
         }
     }
@@ -168,7 +169,7 @@ impl Countersign {
     /// Replaces the gate (e.g. one with a test clock or an audit anchor).
     #[must_use]
     pub fn with_gate(mut self, gate: Gate) -> Self {
-        gate.tell_decisions(self.announcer.clone());
+        gate.tell_decisions(self.told());
         self.gate = Arc::new(gate);
         self
     }

@@ -13,6 +13,7 @@ use tracing::Instrument;
 use super::Gated;
 use crate::countersign_tools;
 use crate::forward::forward_server_handler;
+use crate::metrics::Meter;
 
 fn with_tools(mut info: InitializeResult) -> InitializeResult {
     if info.capabilities.tools.is_none() {
@@ -47,19 +48,15 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         let name = request.name.clone();
         let span = crate::trace::call(&name);
         crate::trace::continue_trace(&span, &context);
-        let mut response = match self
-            .dispatch(request, context)
-            .instrument(span.clone())
-            .await
-        {
+        let meter = Meter::start(self.core.metrics(), &name, span.clone());
+        let dispatched = self
+            .dispatch(request, context, &meter)
+            .instrument(span)
+            .await;
+        let mut response = match dispatched {
             Ok(response) => response,
             Err(e) => {
-                let denied = e.code().as_str() == "POLICY_DENIED";
-                span.record(
-                    "countersign.decision",
-                    if denied { "deny" } else { "refused" },
-                );
-                crate::trace::record_refusal(&span, e.code().as_str(), e.code().class());
+                meter.refused(&e);
                 tracing::info!(tool = %name, code = e.code().as_str(), "tool call refused");
                 e.into_result().into()
             }

@@ -23,6 +23,7 @@ use crate::core::{Countersign, Plan};
 use crate::countersign_tools;
 use crate::elicit::Next;
 use crate::error::{Error, Result};
+use crate::metrics::{Decision, Meter};
 use crate::port::HandlerPort;
 use crate::tool_definition::decorate;
 use countersign_gate::Decided;
@@ -161,6 +162,7 @@ impl<H: ServerHandler> Gated<H> {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
+        meter: &Meter<'_>,
     ) -> Result<CallToolResponse> {
         // Borrowed: a call passed on or confirmed hands the request itself on.
         let no_args = Map::new();
@@ -169,10 +171,7 @@ impl<H: ServerHandler> Gated<H> {
         let result = match request.name.as_ref() {
             // Each gate path's future is boxed: held inline, the largest of them would be
             // moved into every request's task, a pass-through call included.
-            countersign_tools::EXECUTE => {
-                Span::current().record("countersign.decision", "execute");
-                Box::pin(self.execute(args, &principal, context)).await?
-            }
+            countersign_tools::EXECUTE => Box::pin(self.execute(args, &principal, context)).await?,
             countersign_tools::STATUS => {
                 Box::pin(crate::status::status(&self.core, args, &principal)).await?
             }
@@ -197,12 +196,8 @@ impl<H: ServerHandler> Gated<H> {
                 let Some(tool) = self.tool(name, false, &context).await? else {
                     return Err(unknown_tool(name));
                 };
-                let call = Span::current();
                 match self.core.plan(&tool) {
-                    Plan::Pass => {
-                        call.record("countersign.decision", "pass");
-                        return self.pass(request, context).await;
-                    }
+                    Plan::Pass => return meter.pass(self.pass(request, context)).await,
                     Plan::Deny => {
                         return Err(countersign_gate::Error::PolicyDenied {
                             tool: name.to_owned(),
@@ -219,11 +214,8 @@ impl<H: ServerHandler> Gated<H> {
                         let asked = crate::elicit::approval(
                             &self.core, &tool, &request, &principal, &context,
                         );
-                        match Box::pin(asked).await? {
-                            Next::Respond(response) => {
-                                call.record("countersign.decision", "ask");
-                                return Ok(response);
-                            }
+                        match meter.ask(Box::pin(asked).await?) {
+                            Next::Respond(response) => return Ok(response),
                             // Approved in the host: run it now, exactly as countersign_execute
                             // would, under an operation id a retry of this call reuses.
                             Next::Run {
@@ -231,7 +223,6 @@ impl<H: ServerHandler> Gated<H> {
                                 revision,
                                 operation_id,
                             } => {
-                                call.record("countersign.decision", "approved");
                                 let mut run = Map::new();
                                 run.insert("draft_id".into(), draft_id.into());
                                 run.insert("revision".into(), revision.into());
@@ -247,6 +238,7 @@ impl<H: ServerHandler> Gated<H> {
                         };
                         guarded(|| crate::schema::check(&tool.input_schema, args))?;
                         let decided = Box::pin(self.core.decide(&tool, args, principal)).await?;
+                        meter.decided(Decision::ruled(&decided));
                         return self.ruled(decided, request, context).await;
                     }
                     Plan::Confirm { risk } => {
@@ -255,7 +247,8 @@ impl<H: ServerHandler> Gated<H> {
                         guarded(|| {
                             crate::schema::check_except(&tool.input_schema, args, &CONTROLS)
                         })?;
-                        return Box::pin(self.confirm(request, &risk, &principal, context)).await;
+                        let confirmed = self.confirm(request, &risk, &principal, context, meter);
+                        return Box::pin(confirmed).await;
                     }
                 }
             }
@@ -321,6 +314,7 @@ impl<H: ServerHandler> Gated<H> {
         risk: &str,
         principal: &Principal,
         context: RequestContext<RoleServer>,
+        meter: &Meter<'_>,
     ) -> Result<CallToolResponse> {
         let confirmer = self.core.confirmer().ok_or_else(|| {
             Error::Config(
@@ -342,14 +336,10 @@ impl<H: ServerHandler> Gated<H> {
         // Token times follow the gate's clock, so a clock fixed for the gate fixes them too.
         let now = self.core.gate().clock().now_secs();
         match step {
-            ConfirmStep::DryRun => {
-                Span::current().record("countersign.decision", "dry_run");
-                Ok(confirmer.dry_run(&binding, now)?.into())
-            }
+            ConfirmStep::DryRun => Ok(meter.dry_run(confirmer.dry_run(&binding, now)?).into()),
             ConfirmStep::Missing => Err(Error::ConfirmationRequired),
             ConfirmStep::Run(token) => {
-                confirmer.redeem(&token, &binding, now).await?;
-                Span::current().record("countersign.decision", "confirmed");
+                meter.redeemed(confirmer.redeem(&token, &binding, now).await?);
                 request.arguments = match bare.to_json() {
                     Value::Object(m) => Some(m),
                     _ => None,
@@ -393,6 +383,7 @@ impl<H: ServerHandler> Gated<H> {
             }
             Err(e) => crate::trace::record_refusal(&span, e.code().as_str(), e.code().class()),
         }
+        crate::metrics::executed(&self.core, &execution);
         match &execution {
             // A replayed result announces nothing: the run it records was announced then.
             Ok(done) if !done.replay => {

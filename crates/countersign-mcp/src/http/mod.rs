@@ -1,5 +1,6 @@
 //! MCP over streamable HTTP: rmcp's streamable HTTP service under axum at `/mcp`, beside
-//! `GET /healthz` and the review page at `/review` (`countersign_review`).
+//! `GET /healthz`, the review page at `/review` (`countersign_review`) and, when they are on,
+//! the metrics at `GET /metrics` (docs/observability.md).
 //!
 //! The review page is mounted outside the front layers below: an MCP client's bearer token must
 //! give no access to it, and it refuses any request carrying one. It checks its own origin and
@@ -70,6 +71,9 @@ pub const MCP_PATH: &str = "/mcp";
 
 /// The health probe's path.
 pub const HEALTH_PATH: &str = "/healthz";
+
+/// The path of the metrics, when they are on ([`Countersign::with_metrics`]).
+pub const METRICS_PATH: &str = "/metrics";
 
 /// The path of the review page.
 pub const REVIEW_PATH: &str = countersign_review::PREFIX;
@@ -267,6 +271,15 @@ impl HttpServer {
                     .layer(CheckLayer::new(HostCheck::new(&hosts))),
             );
         }
+        if core.metrics().is_some() {
+            // Like `/log/`: no MCP token, since a scraper holding one could also call tools;
+            // the counts name no argument, principal or draft (docs/observability.md).
+            router = router.merge(
+                Router::new()
+                    .route(METRICS_PATH, get(metrics))
+                    .layer(CheckLayer::new(HostCheck::new(&hosts))),
+            );
+        }
         let router = router.with_state(core);
         let listener = TcpListener::bind(options.addr)
             .await
@@ -384,6 +397,16 @@ async fn health(State(core): State<Arc<Countersign>>) -> Response {
             tracing::warn!("health probe: the store did not answer in time");
             plain(StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n")
         }
+    }
+}
+
+/// `GET /metrics`: the Prometheus text format, with the drafts waiting read from the store.
+async fn metrics(State(core): State<Arc<Countersign>>) -> Response {
+    match core.scrape(HEALTH_TIMEOUT).await {
+        Some(text) => {
+            ([(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], text).into_response()
+        }
+        None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
