@@ -25,6 +25,7 @@ use crate::error::Error;
 use crate::notify::Announcer;
 use tracing::Span;
 
+#[cfg(feature = "http")]
 pub(crate) use text::CONTENT_TYPE;
 use text::Histogram;
 
@@ -358,6 +359,7 @@ impl Countersign {
 
     /// The metrics in the Prometheus text format, with the drafts waiting read from the store
     /// now (left out, and logged, when the store does not answer in `within`); `None` when off.
+    #[cfg(feature = "http")]
     pub(crate) async fn scrape(&self, within: std::time::Duration) -> Option<String> {
         let metrics = self.metrics()?;
         let waiting = match tokio::time::timeout(within, self.gate().pending()).await {
@@ -427,10 +429,12 @@ mod tests {
     }
 
     #[test]
-    fn without_metrics_a_meter_does_nothing() {
+    fn without_metrics_a_meter_reads_no_clock_and_keeps_only_the_first_decision() {
         let meter = Meter::start(None, "publish_post", Span::none());
         assert!(meter.started.is_none());
-        meter.ask(());
         assert!(!meter.counted.load(Ordering::Relaxed));
+        meter.ask(());
+        // Decided once: a later refusal (an upstream failing after a pass) is not a decision.
+        assert!(meter.counted.load(Ordering::Relaxed));
     }
 }

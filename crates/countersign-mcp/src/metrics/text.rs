@@ -6,6 +6,9 @@
 //! and without a new dependency. The format is checked by Prometheus's own Python parser in
 //! the integration tests.
 
+// Served only on the HTTP listener: without it the counting stays and the writing is unused.
+#![cfg_attr(not(feature = "http"), allow(dead_code))]
+
 use std::fmt::Write as _;
 use std::sync::PoisonError;
 use std::sync::atomic::{AtomicU64, Ordering};
