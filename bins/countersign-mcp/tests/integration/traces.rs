@@ -58,29 +58,31 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
         .env_remove("OTEL_TRACES_EXPORTER");
     let mut server = start_http(cmd).await;
     let session = raw_session(server.addr).await;
-    let in_session = |traceparent: &'static str| {
-        [
+    // One call in the session, the trace context `trace` in the HTTP header.
+    let call = async |trace: &str, body: Value| {
+        let header = traceparent(trace);
+        let headers = [
             ACCEPT,
             JSON,
-            ("Mcp-Session-Id", session.clone().leak() as &str),
+            ("Mcp-Session-Id", session.as_str()),
             ("MCP-Protocol-Version", "2025-11-25"),
-            ("traceparent", traceparent),
-        ]
+            ("traceparent", header.as_str()),
+        ];
+        raw_request(
+            server.addr,
+            "POST",
+            "/mcp",
+            &headers,
+            body.to_string().as_bytes(),
+        )
+        .await
     };
 
     // Proposed, with the caller's trace context in the HTTP header.
     let propose = json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{
         "name":"publish_post",
         "arguments":{"title":MARKER,"body":format!("{MARKER} body"),"visibility":"public"}}});
-    let header = traceparent(TRACE_PROPOSE).leak();
-    let r = raw_request(
-        server.addr,
-        "POST",
-        "/mcp",
-        &in_session(header),
-        propose.to_string().as_bytes(),
-    )
-    .await;
+    let r = call(TRACE_PROPOSE, propose).await;
     let asked = r.json()["result"]["structuredContent"].clone();
     assert_eq!(asked["error"]["code"], "APPROVAL_REQUIRED", "{asked}");
     let draft = asked["draft_id"].as_str().expect("draft").to_owned();
@@ -91,15 +93,7 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
     let execute = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{
         "name":"countersign_execute",
         "arguments":{"draft_id":draft,"revision":revision,"operation_id":"op-1"}}});
-    let header = traceparent(TRACE_EXECUTE).leak();
-    let r = raw_request(
-        server.addr,
-        "POST",
-        "/mcp",
-        &in_session(header),
-        execute.to_string().as_bytes(),
-    )
-    .await;
+    let r = call(TRACE_EXECUTE, execute).await;
     assert_eq!(r.json()["result"]["isError"], false, "{r:?}");
 
     // Refused by the tool's schema, the trace context in the call's `_meta` (which wins over
@@ -108,15 +102,7 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
         "name":"publish_post",
         "_meta":{"traceparent":traceparent(TRACE_REFUSED)},
         "arguments":{"title":MARKER,"visibility":"everyone"}}});
-    let header = traceparent(TRACE_EXECUTE).leak();
-    let r = raw_request(
-        server.addr,
-        "POST",
-        "/mcp",
-        &in_session(header),
-        refused.to_string().as_bytes(),
-    )
-    .await;
+    let r = call(TRACE_EXECUTE, refused).await;
     let refusal = r.json()["result"]["structuredContent"]["error"]["code"].clone();
     assert!(refusal.is_string(), "{r:?}");
 
