@@ -49,10 +49,10 @@ impl<H: ServerHandler> ServerHandler for Gated<H> {
         let span = crate::trace::call(&name);
         crate::trace::continue_trace(&span, &context);
         let meter = Meter::start(self.core.metrics(), &name, span.clone());
-        let dispatched = self
-            .dispatch(request, context, &meter)
-            .instrument(span)
-            .await;
+        // Boxed: held inline, the dispatch (every gate path's state) would be moved into each
+        // request's task with it, a pass-through call included.
+        let dispatch = Box::pin(self.dispatch(request, context, &meter));
+        let dispatched = dispatch.instrument(span).await;
         let mut response = match dispatched {
             Ok(response) => response,
             Err(e) => {
