@@ -7,7 +7,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 
 use crate::webhooks::{Received, read_request};
@@ -49,7 +48,6 @@ impl Receiver {
                             .unwrap_or_else(PoisonError::into_inner)
                             .push(request);
                     }
-                    let _ = socket.read(&mut [0_u8; 1]).await;
                 });
             }
         });
