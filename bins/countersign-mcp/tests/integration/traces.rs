@@ -43,10 +43,8 @@ fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
     &span["attributes"][key]
 }
 
-#[tokio::test]
-async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_trace() {
-    let receiver = Receiver::start().await;
-    let home = Home::new(DEMO_POLICY);
+/// A `--demo --http` server exporting its spans to `receiver`, every batch sent within 100 ms.
+async fn exporting_server(home: &Home, receiver: &Receiver) -> HttpProc {
     let mut cmd = home.server_command(&["--demo", "--http", "127.0.0.1:0"]);
     cmd.env("COUNTERSIGN_TOKEN_SECRET", SECRET)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
@@ -56,26 +54,78 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
         .env_remove("OTEL_EXPORTER_OTLP_PROTOCOL")
         .env_remove("OTEL_SDK_DISABLED")
         .env_remove("OTEL_TRACES_EXPORTER");
-    let mut server = start_http(cmd).await;
+    start_http(cmd).await
+}
+
+/// `body` posted in `session`, with `traceparent` as the HTTP header when given.
+async fn call_in(
+    server: &HttpProc,
+    session: &str,
+    traceparent: Option<&str>,
+    body: &Value,
+) -> RawReply {
+    let mut headers = vec![
+        ACCEPT,
+        JSON,
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    if let Some(header) = traceparent {
+        headers.push(("traceparent", header));
+    }
+    raw_request(
+        server.addr,
+        "POST",
+        "/mcp",
+        &headers,
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+/// Stops `server` (which sends what is still batched) and returns the spans `receiver` got,
+/// having checked no exported byte holds [`MARKER`]; `None` without the Python decoder.
+async fn stop_and_decode(mut server: HttpProc, receiver: &Receiver) -> Option<Vec<Value>> {
+    server.terminate();
+    assert!(server.exit(Duration::from_secs(30)).await.success());
+    let received = receiver.received();
+    assert!(
+        !received.is_empty(),
+        "nothing exported; log:\n{}",
+        server.logs()
+    );
+    for request in &received {
+        assert!(
+            request.head.starts_with("POST /v1/traces "),
+            "{}",
+            request.head
+        );
+        assert_eq!(
+            request.header("content-type"),
+            Some("application/x-protobuf")
+        );
+        let raw = [request.head.as_bytes(), &request.body].concat();
+        assert!(
+            !raw.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()),
+            "an argument value was exported"
+        );
+    }
+    let spans = decode(&received).await;
+    if spans.is_none() {
+        eprintln!("skipped: the OTLP decoding (COUNTERSIGN_TEST_PYTHON is not set)");
+    }
+    spans
+}
+
+#[tokio::test]
+async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_trace() {
+    let receiver = Receiver::start().await;
+    let home = Home::new(DEMO_POLICY);
+    let server = exporting_server(&home, &receiver).await;
     let session = raw_session(server.addr).await;
     // One call in the session, the trace context `trace` in the HTTP header.
     let call = async |trace: &str, body: Value| {
-        let header = traceparent(trace);
-        let headers = [
-            ACCEPT,
-            JSON,
-            ("Mcp-Session-Id", session.as_str()),
-            ("MCP-Protocol-Version", "2025-11-25"),
-            ("traceparent", header.as_str()),
-        ];
-        raw_request(
-            server.addr,
-            "POST",
-            "/mcp",
-            &headers,
-            body.to_string().as_bytes(),
-        )
-        .await
+        call_in(&server, &session, Some(&traceparent(trace)), &body).await
     };
 
     // Proposed, with the caller's trace context in the HTTP header.
@@ -107,32 +157,7 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
     assert!(refusal.is_string(), "{r:?}");
 
     // Stopping sends what is still batched.
-    server.terminate();
-    assert!(server.exit(Duration::from_secs(30)).await.success());
-    let received = receiver.received();
-    assert!(
-        !received.is_empty(),
-        "nothing exported; log:\n{}",
-        server.logs()
-    );
-    for request in &received {
-        assert!(
-            request.head.starts_with("POST /v1/traces "),
-            "{}",
-            request.head
-        );
-        assert_eq!(
-            request.header("content-type"),
-            Some("application/x-protobuf")
-        );
-        let raw = [request.head.as_bytes(), &request.body].concat();
-        assert!(
-            !raw.windows(MARKER.len()).any(|w| w == MARKER.as_bytes()),
-            "an argument value was exported"
-        );
-    }
-    let Some(spans) = decode(&received).await else {
-        eprintln!("skipped: the OTLP decoding (COUNTERSIGN_TEST_PYTHON is not set)");
+    let Some(spans) = stop_and_decode(server, &receiver).await else {
         return;
     };
 
@@ -178,6 +203,89 @@ async fn a_gated_calls_spans_reach_an_otlp_receiver_and_continue_the_callers_tra
 
     // Spans only: no log event rides along into a trace.
     assert!(spans.iter().all(|s| s["events"] == 0), "{spans:#?}");
+}
+
+/// A trace context is the caller's input like any other: whatever it holds, the call is
+/// answered as without one, and a context that is not a valid W3C `traceparent` (too long, not
+/// a string, all zeros, an unknown version, not hex) is dropped — the call's span starts a trace
+/// of its own instead of joining, or naming, one the caller made up.
+#[tokio::test]
+async fn a_malformed_or_hostile_trace_context_starts_a_trace_of_its_own() {
+    let receiver = Receiver::start().await;
+    let home = Home::new(DEMO_POLICY);
+    let server = exporting_server(&home, &receiver).await;
+    let session = raw_session(server.addr).await;
+    let long = "a".repeat(10_000);
+    let zeros = "00-00000000000000000000000000000000-00f067aa0ba902b7-01".to_owned();
+    let unknown_version = format!("ff-{TRACE_PROPOSE}-{CALLER_SPAN}-01");
+    let not_hex = format!("00-{}-{CALLER_SPAN}-01", "zz".repeat(16));
+    let long_header = format!("{}{}", traceparent(TRACE_PROPOSE), "-0".repeat(5_000));
+    let valid = traceparent(TRACE_PROPOSE);
+    // (the call's `_meta`, the HTTP header)
+    let hostile: Vec<(Option<Value>, Option<&str>)> = vec![
+        (Some(json!(long)), None),
+        (Some(json!(42)), None),
+        (
+            Some(json!({ "traceparent": traceparent(TRACE_PROPOSE) })),
+            None,
+        ),
+        (Some(Value::Null), Some(&valid)),
+        (Some(json!(zeros)), None),
+        (Some(json!(unknown_version)), None),
+        (Some(json!(not_hex)), None),
+        (None, Some(&long_header)),
+        (None, Some("00-garbage")),
+    ];
+    // A refused call: its code is the same whatever trace context it brings.
+    let refused = |id: usize, meta: Option<Value>| {
+        let mut params = json!({"name":"publish_post",
+            "arguments":{"title":MARKER,"visibility":"everyone"}});
+        if let Some(meta) = meta {
+            params["_meta"] = json!({ "traceparent": meta, "tracestate": long });
+        }
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":params})
+    };
+    let plain = call_in(&server, &session, None, &refused(2, None)).await;
+    let code = plain.json()["result"]["structuredContent"]["error"]["code"].clone();
+    assert!(code.is_string(), "{plain:?}");
+    for (i, (meta, header)) in hostile.iter().enumerate() {
+        let r = call_in(&server, &session, *header, &refused(10 + i, meta.clone())).await;
+        assert_eq!(r.status, 200, "case {i}: {r:?}");
+        assert_eq!(
+            r.json()["result"]["structuredContent"]["error"]["code"],
+            code,
+            "case {i}: {r:?}"
+        );
+    }
+    // A valid context still joins: the dropping above is the contexts', not a broken extractor.
+    let valid = call_in(
+        &server,
+        &session,
+        None,
+        &refused(99, Some(json!(traceparent(TRACE_REFUSED)))),
+    )
+    .await;
+    assert_eq!(
+        valid.json()["result"]["structuredContent"]["error"]["code"],
+        code
+    );
+
+    let Some(spans) = stop_and_decode(server, &receiver).await else {
+        return;
+    };
+    let calls = named(&spans, "tools/call publish_post");
+    assert_eq!(calls.len(), hostile.len() + 2, "{spans:#?}");
+    let joined = one(&spans, TRACE_REFUSED, "tools/call publish_post");
+    assert_eq!(joined["parent_span_id"], CALLER_SPAN);
+    let mut traces: Vec<&Value> = Vec::new();
+    for call in calls.iter().filter(|c| c["trace_id"] != TRACE_REFUSED) {
+        assert_eq!(call["parent_span_id"], "", "a root: {call:#}");
+        assert_ne!(call["trace_id"], TRACE_PROPOSE, "{call:#}");
+        assert_ne!(call["trace_id"], "0".repeat(32), "{call:#}");
+        assert_eq!(attr(call, "countersign.code"), &code);
+        assert!(!traces.contains(&&call["trace_id"]), "one trace per call");
+        traces.push(&call["trace_id"]);
+    }
 }
 
 #[tokio::test]

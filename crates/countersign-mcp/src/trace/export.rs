@@ -74,6 +74,7 @@ impl Export {
             (None, Some(base)) => format!("{}/v1/traces", base.trim().trim_end_matches('/')),
             (None, None) => return Ok(None),
         };
+        plain_http(&endpoint)?;
         for name in [
             "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
             "OTEL_EXPORTER_OTLP_PROTOCOL",
@@ -125,6 +126,26 @@ impl Export {
     }
 }
 
+/// Refuses an endpoint the exporter cannot reach: its client speaks plain HTTP only, so an
+/// `https://` collector would start fine and then fail every batch, unseen. The error names the
+/// scheme alone: an endpoint may carry a user name or a key in its query.
+fn plain_http(endpoint: &str) -> Result<(), Error> {
+    let scheme = endpoint
+        .split_once("://")
+        .map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("http") => Ok(()),
+        Some("https") => Err(Error::Config(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is https://: the exporter speaks plain HTTP only; \
+             point it at a collector or agent beside the server, which forwards over TLS"
+                .into(),
+        )),
+        _ => Err(Error::Config(
+            "OTEL_EXPORTER_OTLP_ENDPOINT: give an http:// URL".into(),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +186,31 @@ mod tests {
             assert_eq!(e.code().as_str(), "CONFIG_INVALID");
             assert!(e.to_string().contains(name), "{e}");
         }
+    }
+
+    #[test]
+    fn an_endpoint_the_exporter_cannot_reach_refuses_the_start() {
+        for (name, value) in [
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "https://user:k3y@collector.example:4318",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "HTTPS://collector.example/v1/traces",
+            ),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector.example:4318"),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "grpc://collector.example:4317",
+            ),
+        ] {
+            let e = Export::from_lookup(with(&[(name, value)])).expect_err(value);
+            assert_eq!(e.code().as_str(), "CONFIG_INVALID");
+            assert!(!e.to_string().contains("k3y"), "{e}");
+            assert!(!e.to_string().contains("collector.example"), "{e}");
+        }
+        let upper = ("OTEL_EXPORTER_OTLP_ENDPOINT", "HTTP://127.0.0.1:4318");
+        assert!(Export::from_lookup(with(&[upper])).expect("http").is_some());
     }
 }
