@@ -6,12 +6,17 @@
 //! connection, runs a passive checkpoint shortly after commits instead, so writers only append.
 //! A passive checkpoint never blocks a writer and gives up on a busy lock, and the connection's
 //! automatic checkpoint stays on at a larger size as a backstop should this thread fall behind.
+//!
+//! The wait that gathers a burst is for a long-running server. Stopping the thread (dropping the
+//! store) wakes it from that wait and it returns at once, without a checkpoint of its own: a
+//! one-shot command exits when its work is done, and closing the last connection to the database
+//! checkpoints the WAL anyway.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
@@ -74,11 +79,29 @@ fn run(conn: &Connection, flags: &Flags) {
         if !flags.dirty.load(Ordering::Acquire) {
             continue; // a spurious wake-up
         }
-        thread::sleep(GATHER);
+        if !gather(flags) {
+            return;
+        }
         flags.dirty.store(false, Ordering::Release);
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::debug!("background checkpoint skipped: {e}");
         }
+    }
+}
+
+/// Waits out [`GATHER`] unless told to stop first; `false` when told to stop.
+fn gather(flags: &Flags) -> bool {
+    let until = Instant::now() + GATHER;
+    loop {
+        if flags.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        // Commits in the meantime unpark this thread too; the loop parks again for the rest.
+        thread::park_timeout(left);
     }
 }
 

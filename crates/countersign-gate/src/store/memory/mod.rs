@@ -1,6 +1,6 @@
 //! The in-memory store: one process, nothing survives exit. For tests, demos and benchmarks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -13,14 +13,22 @@ use crate::error::{Error, Result};
 use crate::log::{Hash, HashReader, MemoryHashes};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
 
+mod index;
+
+use self::index::{DraftIndex, TimesBy};
+
 #[derive(Debug, Default)]
 struct Inner {
     drafts: HashMap<DraftId, Draft>,
     order: Vec<DraftId>,
-    revisions: Vec<RevisionRecord>,
+    /// Each principal's drafts by creation and its open ones by deadline.
+    index: DraftIndex,
+    revisions: HashMap<DraftId, Vec<RevisionRecord>>,
     operations: HashMap<(Principal, String), Operation>,
-    rate: Vec<(String, i64)>,
-    proposals: Vec<(Principal, i64)>,
+    /// Run times per tool.
+    rate: TimesBy<String>,
+    /// Proposal and revision times per principal.
+    proposals: TimesBy<Principal>,
     /// Budget events (time, amount) per (name, scope).
     budgets: HashMap<(String, String), Vec<(i64, i64)>>,
     audit: Vec<AuditRecord>,
@@ -29,16 +37,6 @@ struct Inner {
     /// The latest signed checkpoint of each log of the tree, by origin.
     checkpoints: HashMap<String, StoredCheckpoint>,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
-}
-
-/// The count and earliest of `times`.
-fn window_of(times: impl Iterator<Item = i64>) -> RateWindow {
-    let mut w = RateWindow::default();
-    for at in times {
-        w.count += 1;
-        w.oldest = Some(w.oldest.map_or(at, |o| o.min(at)));
-    }
-    w
 }
 
 /// A store held in this process's memory; every transaction runs under one lock.
@@ -74,36 +72,14 @@ impl GateStore for MemoryStore {
             _ => None,
         };
         let rate = match &window {
-            Some((tool, since)) => window_of(
-                inner
-                    .rate
-                    .iter()
-                    .filter(|(t, at)| t == tool && at > since)
-                    .map(|(_, at)| *at),
-            ),
+            Some((tool, since)) => inner.rate.after(tool.as_str(), *since),
             None => RateWindow::default(),
         };
         let quota = keys.quota.as_ref();
         let proposals = quota.map_or_else(RateWindow::default, |q| {
-            window_of(
-                inner
-                    .proposals
-                    .iter()
-                    .filter(|(p, at)| *p == q.principal && *at > q.since)
-                    .map(|(_, at)| *at),
-            )
+            inner.proposals.after(&q.principal, q.since)
         });
-        let open = quota.and_then(|q| {
-            let now = q.open_at?;
-            Some(window_of(
-                inner
-                    .drafts
-                    .values()
-                    .filter(|d| d.principal == q.principal && d.state.is_open())
-                    .filter(|d| d.expires_at > now)
-                    .map(|d| d.expires_at),
-            ))
-        });
+        let open = quota.and_then(|q| Some(inner.index.open_after(&q.principal, q.open_at?)));
         let operation = match (&draft, &keys.operation) {
             (Some(d), Some(id)) => inner
                 .operations
@@ -143,30 +119,35 @@ impl GateStore for MemoryStore {
             audit,
         } = step(snapshot);
         if let Some(d) = draft {
-            if !inner.drafts.contains_key(&d.id) {
+            let inner = &mut *inner;
+            let old = inner.drafts.get(&d.id);
+            if old.is_none() {
                 inner.order.push(d.id.clone());
             }
+            inner.index.replace(old, &d);
             inner.drafts.insert(d.id.clone(), d);
         }
         if let Some(r) = revision {
-            inner.revisions.push(r);
+            inner
+                .revisions
+                .entry(r.draft_id.clone())
+                .or_default()
+                .push(r);
         }
         if let Some(op) = operation {
             inner
                 .operations
                 .insert((op.principal.clone(), op.id.clone()), op);
         }
-        if let Some(event) = rate_event {
+        if let Some((tool, at)) = rate_event {
             if let Some((tool, since)) = &window {
-                inner.rate.retain(|(t, at)| t != tool || at > since);
+                inner.rate.prune_through(tool.as_str(), *since);
             }
-            inner.rate.push(event);
+            inner.rate.push(tool, at);
         }
-        if let (Some(event), Some(q)) = (proposal_event, &keys.quota) {
-            inner
-                .proposals
-                .retain(|(p, at)| *p != q.principal || *at > q.since);
-            inner.proposals.push(event);
+        if let (Some((principal, at)), Some(q)) = (proposal_event, &keys.quota) {
+            inner.proposals.prune_through(&q.principal, q.since);
+            inner.proposals.push(principal, at);
         }
         for spend in budget_spend {
             let since = prune_before(&budget_keys, &spend);
@@ -202,12 +183,7 @@ impl GateStore for MemoryStore {
 
     async fn revisions(&self, id: &DraftId) -> Result<Vec<RevisionRecord>> {
         let inner = self.lock()?;
-        Ok(inner
-            .revisions
-            .iter()
-            .filter(|r| &r.draft_id == id)
-            .cloned()
-            .collect())
+        Ok(inner.revisions.get(id).cloned().unwrap_or_default())
     }
 
     async fn operation(&self, principal: &Principal, id: &str) -> Result<Option<Operation>> {
@@ -220,35 +196,28 @@ impl GateStore for MemoryStore {
 
     async fn list(&self, principal: &Principal, page: &Page) -> Result<Vec<DraftSummary>> {
         let inner = self.lock()?;
-        let mut found: Vec<DraftSummary> = inner
-            .drafts
-            .values()
-            .filter(|d| d.principal == *principal)
-            .filter(|d| {
-                page.after
-                    .as_ref()
-                    .is_none_or(|c| c.precedes(d.created_at, &d.id))
-            })
-            .map(DraftSummary::of)
-            .collect();
-        found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        found.truncate(usize::try_from(page.limit).unwrap_or(usize::MAX));
-        Ok(found)
+        Ok(inner.index.page(principal, page, &inner.drafts))
     }
 
     async fn purge(&self, states: &[&str], before: i64) -> Result<u64> {
         let mut inner = self.lock()?;
-        let gone: Vec<DraftId> = inner
+        let inner = &mut *inner;
+        let gone: HashSet<DraftId> = inner
             .drafts
             .values()
             .filter(|d| d.expires_at < before && states.contains(&d.state.name()))
             .map(|d| d.id.clone())
             .collect();
+        if gone.is_empty() {
+            return Ok(0);
+        }
         for id in &gone {
-            inner.drafts.remove(id);
+            if let Some(d) = inner.drafts.remove(id) {
+                inner.index.remove(&d);
+            }
+            inner.revisions.remove(id);
         }
         inner.order.retain(|id| !gone.contains(id));
-        inner.revisions.retain(|r| !gone.contains(&r.draft_id));
         inner
             .operations
             .retain(|_, op| !gone.contains(&op.draft_id));
@@ -271,10 +240,10 @@ impl GateStore for MemoryStore {
 
     async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
         let inner = self.lock()?;
-        Ok(inner
-            .audit
+        // Sequence numbers rise along the chain, so the first record is found by halving.
+        let from = inner.audit.partition_point(|r| r.seq < first);
+        Ok(inner.audit[from..]
             .iter()
-            .skip_while(|r| r.seq < first)
             .take(usize::try_from(count).unwrap_or(usize::MAX))
             .cloned()
             .collect())
