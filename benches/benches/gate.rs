@@ -33,6 +33,9 @@ fn propose(c: &mut Criterion) {
     group.bench_function("privacy_scan_only", |b| {
         b.iter(|| countersign_gate::scan_value(black_box(&parsed)));
     });
+    // The store keeps every draft proposed in the run (hundreds of thousands by its end); a
+    // proposal reads only its own principal's and tool's index ranges, so that is not what
+    // this figure measures (the `retained` benchmark holds it against an empty store).
     let memory = Gate::new(Arc::new(MemoryStore::new()), policy());
     group.bench_function("memory", |b| {
         b.iter(|| {
