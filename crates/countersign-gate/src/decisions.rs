@@ -69,7 +69,8 @@ impl Recorded {
             max_depth: 8,
             max_size: 1024 * 1024,
         };
-        let Ok(Value::Object(o)) = countersign_canon::parse(&r.body, Profile::CountersignV1, &limits)
+        let Ok(Value::Object(o)) =
+            countersign_canon::parse(&r.body, Profile::CountersignV1, &limits)
         else {
             return None;
         };

@@ -7,7 +7,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use countersign_testkit::webhooks::{NO_CONTENT, Received, read_request, standard_webhooks_accepts};
+use countersign_testkit::webhooks::{
+    NO_CONTENT, Received, read_request, standard_webhooks_accepts,
+};
 use rmcp::model::ProtocolVersion;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
@@ -116,7 +118,11 @@ async fn decisions_of_other_processes_are_announced_once_across_servers() {
     tokio::time::sleep(Duration::from_secs(5)).await;
     let seen = events(&got);
     for w in &want {
-        assert_eq!(seen.iter().filter(|s| *s == w).count(), 1, "{w:?}: {seen:?}");
+        assert_eq!(
+            seen.iter().filter(|s| *s == w).count(),
+            1,
+            "{w:?}: {seen:?}"
+        );
     }
     assert_eq!(seen.iter().filter(|(e, _)| e == "proposed").count(), 2);
     assert_eq!(seen.len(), 4, "{seen:?}");

@@ -285,11 +285,7 @@ impl GateStore for MemoryStore {
     }
 
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
-        Ok(*self
-            .lock()?
-            .cursors
-            .entry(name.to_owned())
-            .or_insert(start))
+        Ok(*self.lock()?.cursors.entry(name.to_owned()).or_insert(start))
     }
 
     async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool> {

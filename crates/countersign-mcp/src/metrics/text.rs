@@ -152,12 +152,7 @@ impl Metrics {
         drop(approvals);
 
         let name = "countersign_rejections_total";
-        head(
-            &mut out,
-            name,
-            "counter",
-            "Drafts rejected in the store.",
-        );
+        head(&mut out, name, "counter", "Drafts rejected in the store.");
         let _ = writeln!(out, "{name} {}", self.rejections.load(Ordering::Relaxed));
 
         let name = "countersign_expirations_total";

@@ -203,7 +203,11 @@ pub async fn own_decisions_are_told_at_once(store: Arc<dyn GateStore>) {
     g.tell_decisions(tally.clone());
     let d = propose(&g, "publish_post", r#"{"title":"mine"}"#).await;
     approve(&g, &d).await;
-    let told = tally.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    let told = tally
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
     assert_eq!(told.len(), 1, "{told:?}");
     assert_eq!(told[0].1, NotifyEvent::Approved);
 }
