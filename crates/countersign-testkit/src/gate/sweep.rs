@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use countersign_gate::policy::{NotifyEvent, ToolPolicy};
+use countersign_gate::policy::{Channel, NotifyEvent, ToolPolicy};
 use countersign_gate::store::GateStore;
 use countersign_gate::{Decisions, Draft, Gate, Recorded};
 
@@ -59,7 +59,7 @@ pub async fn replicas_expire_once(a: Arc<dyn GateStore>, b: Arc<dyn GateStore>) 
             touched.id().as_str(),
             &touched.revision().to_hex(),
             "alice",
-            countersign_gate::policy::Channel::Cli,
+            Channel::Cli,
         )
         .await
         .expect_err("too late");
@@ -144,10 +144,15 @@ pub async fn replicas_tell_each_decision_once(a: Arc<dyn GateStore>, b: Arc<dyn 
             for (i, d) in drafts.iter().enumerate() {
                 match i % 3 {
                     0 => approve(&cli, d).await,
-                    1 => cli
-                        .reject(d.id().as_str(), "alice", Some("no"))
-                        .await
-                        .expect("reject"),
+                    1 => {
+                        cli.reject(d.id().as_str(), "alice", Some("no"))
+                            .await
+                            .expect("reject");
+                        // A refusal is recorded too, and is no decision to tell.
+                        let rev = d.revision().to_hex();
+                        let late = cli.approve(d.id().as_str(), &rev, "bob", Channel::Cli);
+                        late.await.expect_err("rejected");
+                    }
                     _ => {}
                 }
                 tokio::task::yield_now().await;
