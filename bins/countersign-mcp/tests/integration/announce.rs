@@ -20,7 +20,7 @@ const GOOD: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
 fn policy(hook: &str) -> String {
     format!(
-        "[defaults]\nnotify_secret = \"env:HOOK_KEY\"\napproval_wait = \"3s\"\n\n\
+        "[defaults]\nnotify_secret = \"env:HOOK_KEY\"\napproval_wait = \"8s\"\n\n\
          [tools.\"append_line\"]\nmode = \"approval\"\nrisk = \"write\"\nnotify = \"{hook}\"\n"
     )
 }
@@ -98,7 +98,8 @@ async fn decisions_of_other_processes_are_announced_once_across_servers() {
         drafts.push((text("draft_id"), text("revision")));
     }
     let [(approved, approved_rev), (expiring, _)] = <[_; 2]>::try_from(drafts).expect("two");
-    // Approved in another process: the CLI, on the same store, within the draft's wait.
+    // Approved in another process: the CLI, on the same store, within the draft's wait (long
+    // enough for a slow start of the CLI, short enough to see the other draft expire).
     home.approve(&approved, &approved_rev);
 
     let want = [
@@ -106,7 +107,7 @@ async fn decisions_of_other_processes_are_announced_once_across_servers() {
         ("expired".to_owned(), expiring.clone()),
     ];
     let mut seen = Vec::new();
-    for _ in 0..300 {
+    for _ in 0..600 {
         seen = events(&got);
         if want.iter().all(|w| seen.contains(w)) {
             break;
