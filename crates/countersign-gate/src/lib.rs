@@ -113,7 +113,7 @@ pub use crate::checkpoints::{
     CheckpointSettings, Checkpointer, Cosigning, DEFAULT_CHECKPOINT_INTERVAL, Issued,
     default_log_key_path, ledger_origin,
 };
-pub use crate::decisions::Decisions;
+pub use crate::decisions::{Decisions, Recorded};
 pub use crate::error::{Error, ErrorCode, Result, StoreFailure};
 pub use crate::gate::{Gate, MAX_PAGE};
 pub use crate::in_force::InForce;

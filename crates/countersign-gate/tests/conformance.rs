@@ -146,3 +146,44 @@ async fn postgres_replicas_race_checkpoints() {
     countersign_testkit::gate::replicas_race_checkpoints(a, b).await;
     countersign_testkit::postgres::drop_schema(&url, &schema).await;
 }
+
+/// Two processes on one SQLite file sweeping at once expire each due draft once.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_processes_expire_each_draft_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (a, b) = sqlite_processes(dir.path());
+    countersign_testkit::gate::replicas_expire_once(a, b).await;
+}
+
+/// Two processes on one SQLite file claiming the chain at once are told each decision once.
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sqlite_processes_tell_each_decision_once() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (a, b) = sqlite_processes(dir.path());
+    countersign_testkit::gate::replicas_tell_each_decision_once(a, b).await;
+}
+
+/// Two replicas on one PostgreSQL schema sweeping at once expire each due draft once.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_replicas_expire_each_draft_once() {
+    let Some((a, b, url, schema)) = postgres_replicas("gate_sweep").await else {
+        return;
+    };
+    countersign_testkit::gate::replicas_expire_once(a, b).await;
+    countersign_testkit::postgres::drop_schema(&url, &schema).await;
+}
+
+/// Two replicas on one PostgreSQL schema claiming the chain at once are told each decision
+/// once.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_replicas_tell_each_decision_once() {
+    let Some((a, b, url, schema)) = postgres_replicas("gate_tell").await else {
+        return;
+    };
+    countersign_testkit::gate::replicas_tell_each_decision_once(a, b).await;
+    countersign_testkit::postgres::drop_schema(&url, &schema).await;
+}

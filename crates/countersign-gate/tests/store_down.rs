@@ -79,6 +79,18 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.audit_range(first, count).await
     }
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>, Error> {
+        self.check()?;
+        self.inner.due(now, limit).await
+    }
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64, Error> {
+        self.check()?;
+        self.inner.cursor(name, start).await
+    }
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool, Error> {
+        self.check()?;
+        self.inner.advance_cursor(name, from, to).await
+    }
     async fn tree_size(&self) -> Result<u64, Error> {
         self.check()?;
         self.inner.tree_size().await

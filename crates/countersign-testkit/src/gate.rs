@@ -22,6 +22,7 @@ mod races;
 mod recording;
 mod reload;
 mod rules;
+mod sweep;
 mod tenancy;
 
 pub use budgets::budget_totals;
@@ -30,6 +31,9 @@ pub use history::LogHistory;
 pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};
+pub use sweep::{
+    own_decisions_are_told_at_once, replicas_expire_once, replicas_tell_each_decision_once,
+};
 
 /// The policy the suite runs under.
 pub const POLICY: &str = concat!(
@@ -252,4 +256,9 @@ where
     tenancy::run_all(&make).await;
     people::run_all(&make).await;
     log::run_all(&make).await;
+    own_decisions_are_told_at_once(make().await).await;
+    let shared = make().await;
+    replicas_expire_once(shared.clone(), shared).await;
+    let shared = make().await;
+    replicas_tell_each_decision_once(shared.clone(), shared).await;
 }

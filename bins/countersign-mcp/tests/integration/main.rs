@@ -3,6 +3,7 @@
 
 mod common;
 
+mod announce;
 mod attacks;
 mod checkpoints;
 mod console;

@@ -15,8 +15,8 @@ use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::{Gate, millis};
 use crate::model::{Draft, DraftId};
-use crate::policy::NotifyEvent;
 use crate::policy::{Channel, Policy};
+use crate::stage::expire::expired;
 use crate::state::{Approval, State};
 use crate::store::{Commit, Snapshot};
 use crate::transact::refused;
@@ -59,12 +59,13 @@ impl Gate {
             evidence: None,
             approvers: force.approvers(),
         };
+        self.listen_from_here().await;
         let approval = self
             .on_draft(id.clone(), |snap| {
                 decide_approve(snap, policy, &input, &event, now)
             })
             .await?;
-        self.tell(id.as_str(), NotifyEvent::Approved).await;
+        self.tell_now().await;
         Ok(approval)
     }
 
@@ -105,6 +106,7 @@ impl Gate {
         // The nonce first: a statement sent twice is a replay, whatever its counter says.
         self.consume_statement(&checked, &event).await?;
         self.advance_counter(&checked, &event).await?;
+        self.listen_from_here().await;
         let mut approvals = Vec::with_capacity(checked.statement.items().len());
         for (id, revision) in checked.statement.items() {
             let event = event
@@ -126,9 +128,7 @@ impl Gate {
                 .await?,
             );
         }
-        for (id, _) in checked.statement.items() {
-            self.tell(id.as_str(), NotifyEvent::Approved).await;
-        }
+        self.tell_now().await;
         Ok(approvals)
     }
 
@@ -224,11 +224,12 @@ pub(crate) fn decide_approve(
     let state = match draft.state.clone() {
         State::Proposed(_) | State::Approved(_) if now >= draft.expires_at => {
             draft.state = State::Expired(crate::state::Expired);
+            let expired = expired(&draft, policy, now);
             let e = Error::DraftNotEditable { state: "expired" };
             return (
                 Commit {
                     draft: Some(draft),
-                    audit: vec![event.clone().outcome(Err(&e))],
+                    audit: vec![event.clone().outcome(Err(&e)), expired],
                     ..Commit::default()
                 },
                 Err(e),

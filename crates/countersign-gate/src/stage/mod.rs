@@ -1,6 +1,6 @@
 //! What the gate does to a draft, one module per stage: [`propose`] (and [`decide`], a call the
 //! rules file decides), [`revise`], [`approve`],
-//! [`reject`], [`execute`], [`resolve`].
+//! [`reject`], [`execute`], [`resolve`], [`expire`].
 //!
 //! Each module holds the `Gate` method a caller uses and, beside it, the pure decision that
 //! method hands the store (`decide_approve`, `decide_revise`, `decide_reject`, execute's claim).
@@ -11,6 +11,7 @@
 pub(crate) mod approve;
 pub(crate) mod decide;
 pub(crate) mod execute;
+pub(crate) mod expire;
 pub(crate) mod explain;
 pub(crate) mod handover;
 pub(crate) mod propose;

@@ -8,7 +8,6 @@ use crate::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::gate::Gate;
 use crate::model::DraftId;
-use crate::policy::NotifyEvent;
 use crate::policy::Policy;
 use crate::state::State;
 use crate::store::{Commit, Snapshot};
@@ -36,11 +35,12 @@ impl Gate {
             reason,
             approvers,
         };
+        self.listen_from_here().await;
         self.on_draft(id.clone(), |snap| {
             decide_reject(snap, policy, &input, &event)
         })
         .await?;
-        self.tell(id.as_str(), NotifyEvent::Rejected).await;
+        self.tell_now().await;
         Ok(())
     }
 }

@@ -245,6 +245,35 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn purge(&self, states: &[&str], before: i64) -> Result<u64>;
 
+    /// Up to `limit` proposed drafts whose deadline has passed at `now` (`expires_at <= now`),
+    /// earliest deadline first: what the upkeep sweep expires. Read through an index on the
+    /// deadline of proposed drafts, so a
+    /// sweep with nothing due costs one index probe however many drafts the store holds.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>>;
+
+    /// Where the cursor `name` stands: the `seq` of the last audit record claimed through it.
+    /// A cursor that does not exist yet is created at `start`; of processes creating it at
+    /// once the first wins, and every one reads the position it set.
+    ///
+    /// Required of every store, wrappers included, like the log's reads.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64>;
+
+    /// Moves the cursor `name` from `from` to `to` only while it still stands at `from`,
+    /// atomically across processes and replicas (`UPDATE … WHERE through = from`): the records
+    /// in between are claimed by this call alone. Returns whether it moved the cursor; `false`
+    /// when another process claimed first (or the cursor does not exist), and the caller reads
+    /// it again.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool>;
+
     /// The whole audit chain, in order.
     ///
     /// # Errors

@@ -136,8 +136,11 @@ impl Countersign {
             gate = gate.with_approvers(approvers).with_ledger(ledger);
         }
         let gate = Arc::new(gate);
+        // Assembled first: the gate tells the layer of decisions from the store's cursor on,
+        // which the upkeep makes when a listener is set.
+        let core = Countersign::assemble(gate.clone(), written, confirm);
         crate::upkeep::start(&gate).await;
-        Ok(Countersign::assemble(gate, written, confirm))
+        Ok(core)
     }
 
     /// The one place the struct is put together: every constructor starts from the same

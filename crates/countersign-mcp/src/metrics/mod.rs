@@ -14,10 +14,10 @@ mod text;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use countersign_gate::policy::{NotifyEvent, ToolPolicy};
-use countersign_gate::{Decided, Decisions, Draft, Execution};
+use countersign_gate::policy::{Channel, NotifyEvent, ToolPolicy};
+use countersign_gate::{Decided, Decisions, Draft, Execution, Recorded};
 
 use crate::core::Countersign;
 use crate::countersign_tools;
@@ -124,6 +124,7 @@ pub(crate) struct Metrics {
     /// By channel and signature kind.
     approvals: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
     rejections: AtomicU64,
+    expirations: AtomicU64,
     executions: [AtomicU64; OUTCOMES.len()],
     decision_latency: Histogram,
     /// Proposal to approval, proposal to rejection.
@@ -138,6 +139,7 @@ impl Default for Metrics {
             limits: Mutex::default(),
             approvals: Mutex::default(),
             rejections: AtomicU64::new(0),
+            expirations: AtomicU64::new(0),
             executions: Default::default(),
             decision_latency: Histogram::new(text::LATENCY_BOUNDS, 1e6),
             to_decision: [
@@ -189,26 +191,27 @@ impl Metrics {
         }
     }
 
-    /// Counts a person's decision on `draft`, and how long after its proposal it came.
-    fn decided(&self, draft: &Draft, event: NotifyEvent) {
-        let (at, slot) = match event {
+    /// Counts a decision on `draft` recorded in the store (by any process; each is told to one
+    /// process only), and how long after its proposal a person's came.
+    fn decided(&self, draft: &Draft, recorded: &Recorded) {
+        let slot = match recorded.event {
             NotifyEvent::Approved => {
-                let Some(approval) = draft.state().approval() else {
-                    return;
-                };
-                let signature = approval
-                    .evidence()
-                    .map_or("unsigned", |e| e.signature().kind());
-                bump(&self.approvals, (approval.channel().as_str(), signature));
-                (approval.approved_at(), 0)
+                let channel = recorded.channel.map_or("unknown", Channel::as_str);
+                let signature = recorded.signature.unwrap_or("unsigned");
+                bump(&self.approvals, (channel, signature));
+                0
             }
             NotifyEvent::Rejected => {
                 self.rejections.fetch_add(1, Ordering::Relaxed);
-                (now_millis(), 1)
+                1
+            }
+            NotifyEvent::Expired => {
+                self.expirations.fetch_add(1, Ordering::Relaxed);
+                return;
             }
             _ => return,
         };
-        let waited = u64::try_from(at.saturating_sub(draft.created_at())).unwrap_or(0);
+        let waited = u64::try_from(recorded.at.saturating_sub(draft.created_at())).unwrap_or(0);
         if let Some(histogram) = self.to_decision.get(slot) {
             histogram.observe(waited);
         }
@@ -220,13 +223,6 @@ pub(crate) fn executed(core: &Countersign, execution: &countersign_gate::Result<
     if let Some(m) = core.metrics() {
         m.executed(execution);
     }
-}
-
-/// The wall clock in Unix milliseconds, as the gate stamps drafts.
-fn now_millis() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// One tool call on its way through the layer: counts its decision once, with the time taken
@@ -322,10 +318,10 @@ struct Told {
 }
 
 impl Decisions for Told {
-    fn decided(&self, draft: &Draft, tool: &ToolPolicy, event: NotifyEvent) {
-        self.announcer.decided(draft, tool, event);
+    fn decided(&self, draft: &Draft, tool: &ToolPolicy, recorded: &Recorded) {
+        self.announcer.decided(draft, tool, recorded);
         if let Some(m) = &self.metrics {
-            m.decided(draft, event);
+            m.decided(draft, recorded);
         }
     }
 

@@ -137,7 +137,7 @@ impl Metrics {
         drop(limits);
 
         let name = "countersign_approvals_total";
-        let help = "Approvals recorded by this process, by channel and signature kind.";
+        let help = "Approvals recorded in the store, by channel and signature kind.";
         head(&mut out, name, "counter", help);
         let approvals = self
             .approvals
@@ -152,13 +152,17 @@ impl Metrics {
         drop(approvals);
 
         let name = "countersign_rejections_total";
+        head(&mut out, name, "counter", "Drafts rejected in the store.");
+        let _ = writeln!(out, "{name} {}", self.rejections.load(Ordering::Relaxed));
+
+        let name = "countersign_expirations_total";
         head(
             &mut out,
             name,
             "counter",
-            "Drafts rejected through this process.",
+            "Drafts expired undecided in the store.",
         );
-        let _ = writeln!(out, "{name} {}", self.rejections.load(Ordering::Relaxed));
+        let _ = writeln!(out, "{name} {}", self.expirations.load(Ordering::Relaxed));
 
         let name = "countersign_executions_total";
         head(

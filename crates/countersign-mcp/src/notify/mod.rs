@@ -13,7 +13,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use countersign_gate::policy::{Notify, NotifyEvent, ToolPolicy};
-use countersign_gate::{Decisions, Draft};
+use countersign_gate::{Decisions, Draft, Recorded};
 use hyper::Uri;
 use hyper::body::Bytes;
 use tokio::sync::Semaphore;
@@ -39,8 +39,9 @@ const RETRY_PAUSE: Duration = Duration::from_secs(1);
 const MAX_IN_FLIGHT: usize = 64;
 
 /// The layer's [`Notifier`], shared with the gate as its [`Decisions`]: the gate tells it of the
-/// approvals and rejections it records (on the review page, in the host, through the API), the
-/// layer of proposals and runs, and both announce through the same settings.
+/// approvals, rejections and expiries the store records (by this process or any other on the
+/// store, read from the audit chain), the layer of proposals and runs, and both announce through
+/// the same settings.
 #[derive(Debug, Default)]
 pub(crate) struct Announcer(RwLock<Notifier>);
 
@@ -63,9 +64,6 @@ impl Announcer {
 
     /// Announces `event` of `draft` to `tool`'s `notify`, if it has one that wants it.
     pub(crate) fn announce(&self, tool: &ToolPolicy, draft: &Draft, event: NotifyEvent) {
-        let Some(notify) = &tool.notify else {
-            return;
-        };
         let need = tool.need();
         // A run consumed its approvals, which the state no longer lists; it ran only once they
         // met the quorum.
@@ -73,15 +71,27 @@ impl Announcer {
             NotifyEvent::Ran | NotifyEvent::Failed => need,
             _ => u32::try_from(draft.state().approvals().len()).unwrap_or(u32::MAX),
         };
+        self.send(tool, draft, event, (have, need));
+    }
+
+    fn send(&self, tool: &ToolPolicy, draft: &Draft, event: NotifyEvent, approvals: (u32, u32)) {
+        let Some(notify) = &tool.notify else {
+            return;
+        };
         if let Ok(notifier) = self.0.read() {
-            notifier.announce(notify, draft, event, (have, need));
+            notifier.announce(notify, draft, event, approvals);
         }
     }
 }
 
 impl Decisions for Announcer {
-    fn decided(&self, draft: &Draft, tool: &ToolPolicy, event: NotifyEvent) {
-        self.announce(tool, draft, event);
+    fn decided(&self, draft: &Draft, tool: &ToolPolicy, recorded: &Recorded) {
+        // An approval reads the count its record made, not the draft's state when told: the
+        // draft may have run or been revised since another process approved it.
+        match recorded.approvals {
+            Some(approvals) => self.send(tool, draft, recorded.event, approvals),
+            None => self.announce(tool, draft, recorded.event),
+        }
     }
 }
 

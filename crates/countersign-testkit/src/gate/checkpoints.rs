@@ -242,6 +242,15 @@ impl GateStore for Held {
     async fn audit_range(&self, first: u64, count: u64) -> Result<Vec<AuditRecord>> {
         self.inner.audit_range(first, count).await
     }
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
+        self.inner.due(now, limit).await
+    }
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
+        self.inner.cursor(name, start).await
+    }
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool> {
+        self.inner.advance_cursor(name, from, to).await
+    }
     async fn tree_size(&self) -> Result<u64> {
         self.inner.tree_size().await
     }

@@ -13,6 +13,7 @@ use crate::in_force::InForce;
 use crate::model::{Draft, OpStatus, Operation, RateWindow};
 use crate::owner::Liveness;
 use crate::policy::{ApproverRule, Mode, Policy, Rate, ToolPolicy};
+use crate::stage::expire::expired;
 use crate::state::{Approval, Approved, IdempotentTool, State};
 use crate::store::{BudgetKey, BudgetSpend, Commit, Snapshot};
 use crate::transact::audit;
@@ -207,7 +208,17 @@ impl ClaimCtx<'_> {
             State::Approved(_) => return refuse(Error::ApprovalRequired, None),
             State::Proposed(p) if self.now >= draft.expires_at => {
                 draft.state = State::Expired(p.expire());
-                return refuse(Error::DraftNotEditable { state: "expired" }, Some(draft));
+                let e = Error::DraftNotEditable { state: "expired" };
+                let audit = vec![
+                    event.clone().outcome(Err(&e)),
+                    expired(&draft, self.force.policy(), self.now),
+                ];
+                let commit = Commit {
+                    draft: Some(draft),
+                    audit,
+                    ..Commit::default()
+                };
+                return (commit, Verdict::Refuse(e));
             }
             State::Proposed(_) => return refuse(Error::ApprovalRequired, None),
             State::Rejected(_) => return refuse(Error::ApprovalRejected, None),

@@ -12,6 +12,7 @@ use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
 use crate::log::{Hash, HashReader, MemoryHashes};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
+use crate::state::State;
 
 mod index;
 
@@ -37,6 +38,8 @@ struct Inner {
     /// The latest signed checkpoint of each log of the tree, by origin.
     checkpoints: HashMap<String, StoredCheckpoint>,
     counters: std::collections::BTreeMap<Vec<u8>, u32>,
+    /// Audit cursors: the last `seq` each one claimed.
+    cursors: HashMap<String, u64>,
 }
 
 /// A store held in this process's memory; every transaction runs under one lock.
@@ -232,6 +235,37 @@ impl GateStore for MemoryStore {
             inner.counters.insert(credential.to_vec(), counter);
         }
         Ok(moved)
+    }
+
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
+        let inner = self.lock()?;
+        let mut due: Vec<(i64, &DraftId)> = inner
+            .drafts
+            .iter()
+            .filter(|(_, d)| matches!(d.state, State::Proposed(_)) && d.expires_at <= now)
+            .map(|(id, d)| (d.expires_at, id))
+            .collect();
+        due.sort();
+        Ok(due
+            .into_iter()
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(|(_, id)| id.clone())
+            .collect())
+    }
+
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
+        Ok(*self.lock()?.cursors.entry(name.to_owned()).or_insert(start))
+    }
+
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool> {
+        let mut inner = self.lock()?;
+        match inner.cursors.get_mut(name) {
+            Some(through) if *through == from => {
+                *through = to;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 
     async fn audit(&self) -> Result<Vec<AuditRecord>> {

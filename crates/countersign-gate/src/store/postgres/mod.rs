@@ -31,6 +31,7 @@ use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RevisionRecord
 mod alone;
 mod batch;
 mod budget;
+mod cursor;
 mod log;
 mod rows;
 mod sql;
@@ -128,6 +129,9 @@ impl PostgresStore {
             .await
             .map_err(pg)?;
         tx.batch_execute(&budget::SCHEMA.replace("{s}", s))
+            .await
+            .map_err(pg)?;
+        tx.batch_execute(&cursor::SCHEMA.replace("{s}", s))
             .await
             .map_err(pg)?;
         // The tree of a store written before it kept one, built in the chain's order.
@@ -277,6 +281,21 @@ impl GateStore for PostgresStore {
             .await
             .map_err(pg)?;
         Ok(moved.is_some())
+    }
+
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
+        let client = self.pool.get().await.map_err(pg)?;
+        cursor::due(&client, &self.s, now, limit).await
+    }
+
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
+        let client = self.pool.get().await.map_err(pg)?;
+        cursor::cursor(&client, &self.s, name, start).await
+    }
+
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool> {
+        let client = self.pool.get().await.map_err(pg)?;
+        cursor::advance(&client, &self.s, name, from, to).await
     }
 
     async fn tree_size(&self) -> Result<u64> {

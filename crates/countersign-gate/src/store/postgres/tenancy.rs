@@ -44,6 +44,8 @@ pub(super) async fn current(c: &impl GenericClient, schema: &str, s: &str) -> Re
         "gate_budget_key",
         "gate_log_hashes",
         "gate_log_checkpoint",
+        "gate_drafts_due",
+        "gate_cursors",
     ]
     .iter()
     .map(|n| format!("{s}.{n}"))

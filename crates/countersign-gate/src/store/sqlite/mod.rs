@@ -21,6 +21,7 @@ use schema::migrate;
 
 mod budget;
 mod counts;
+mod cursor;
 mod log;
 mod reads;
 mod schema;
@@ -292,6 +293,21 @@ impl GateStore for SqliteStore {
             .query_row([], |r| r.get::<_, i64>(0))
             .map_err(db)
             .map(drop)
+    }
+
+    async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
+        let conn = self.lock()?;
+        cursor::due(&conn, now, limit)
+    }
+
+    async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
+        let conn = self.lock()?;
+        cursor::cursor(&conn, name, start)
+    }
+
+    async fn advance_cursor(&self, name: &str, from: u64, to: u64) -> Result<bool> {
+        let conn = self.lock()?;
+        cursor::advance(&conn, name, from, to)
     }
 
     async fn tree_size(&self) -> Result<u64> {

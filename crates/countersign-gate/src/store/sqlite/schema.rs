@@ -141,6 +141,13 @@ CREATE TABLE gate_log_checkpoint (
     origin TEXT PRIMARY KEY, size INTEGER NOT NULL, note TEXT NOT NULL) WITHOUT ROWID;
 ";
 
+/// The upkeep sweep finds due drafts by deadline across every principal (`gate_drafts_open`
+/// leads with the principal); the announcer's cursors claim ranges of the audit chain.
+const MIGRATE_V9: &str = "
+CREATE INDEX gate_drafts_due ON gate_drafts (expires_at) WHERE state = 'proposed';
+CREATE TABLE gate_cursors (name TEXT PRIMARY KEY, through INTEGER NOT NULL) WITHOUT ROWID;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -152,6 +159,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, MIGRATE_V6),
     (7, MIGRATE_V7),
     (8, MIGRATE_V8),
+    (9, MIGRATE_V9),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
