@@ -11,6 +11,7 @@ use std::ops::Bound;
 use countersign_canon::Principal;
 
 use crate::model::{Draft, DraftId, DraftSummary, Page, RateWindow};
+use crate::state::State;
 
 /// Event times as a multiset, with their total.
 ///
@@ -114,11 +115,13 @@ impl<K: Eq + Hash> TimesBy<K> {
     }
 }
 
-/// Where each principal's drafts sit: by creation for listings, by deadline for the open ones.
+/// Where each principal's drafts sit: by creation for listings, by deadline for the open ones;
+/// and every draft still waiting for a person by its deadline, for the expiry sweep.
 #[derive(Debug, Default)]
 pub(super) struct DraftIndex {
     created: HashMap<Principal, BTreeSet<(i64, DraftId)>>,
     open: HashMap<Principal, Times>,
+    waiting: BTreeSet<(i64, DraftId)>,
 }
 
 impl DraftIndex {
@@ -136,6 +139,9 @@ impl DraftIndex {
                 .entry(new.principal.clone())
                 .or_default()
                 .push(new.expires_at);
+        }
+        if matches!(new.state, State::Proposed(_)) {
+            self.waiting.insert((new.expires_at, new.id.clone()));
         }
     }
 
@@ -155,6 +161,20 @@ impl DraftIndex {
                 self.open.remove(&d.principal);
             }
         }
+        if matches!(d.state, State::Proposed(_)) {
+            self.waiting.remove(&(d.expires_at, d.id.clone()));
+        }
+    }
+
+    /// Up to `limit` drafts still waiting for a person whose deadline is at or before `now`,
+    /// earliest first.
+    pub(super) fn due(&self, now: i64, limit: usize) -> Vec<DraftId> {
+        self.waiting
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .take(limit)
+            .map(|(_, id)| id.clone())
+            .collect()
     }
 
     /// `principal`'s open drafts whose deadline is after `now`: count and earliest deadline.

@@ -12,7 +12,6 @@ use crate::audit::{AuditRecord, seal};
 use crate::error::{Error, Result};
 use crate::log::{Hash, HashReader, MemoryHashes};
 use crate::model::{Draft, DraftId, DraftSummary, Operation, Page, RateWindow, RevisionRecord};
-use crate::state::State;
 
 mod index;
 
@@ -238,19 +237,8 @@ impl GateStore for MemoryStore {
     }
 
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
-        let inner = self.lock()?;
-        let mut due: Vec<(i64, &DraftId)> = inner
-            .drafts
-            .iter()
-            .filter(|(_, d)| matches!(d.state, State::Proposed(_)) && d.expires_at <= now)
-            .map(|(id, d)| (d.expires_at, id))
-            .collect();
-        due.sort();
-        Ok(due
-            .into_iter()
-            .take(usize::try_from(limit).unwrap_or(usize::MAX))
-            .map(|(_, id)| id.clone())
-            .collect())
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        Ok(self.lock()?.index.due(now, limit))
     }
 
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
