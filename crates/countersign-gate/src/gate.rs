@@ -188,6 +188,15 @@ impl Gate {
             .collect())
     }
 
+    /// How many drafts wait for a person or a run now (those [`Gate::pending`] lists), counted
+    /// by the store without reading them.
+    ///
+    /// # Errors
+    /// `STORE_UNAVAILABLE`.
+    pub async fn waiting(&self) -> Result<u64> {
+        self.store.waiting(self.now()).await
+    }
+
     /// One page of `principal`'s drafts, oldest first, without their stored bytes; at most
     /// [`MAX_PAGE`] whatever `page` asks.
     ///

@@ -83,6 +83,10 @@ impl GateStore for Flaky {
         self.check()?;
         self.inner.due(now, limit).await
     }
+    async fn waiting(&self, now: i64) -> Result<u64, Error> {
+        self.check()?;
+        self.inner.waiting(now).await
+    }
     async fn cursor(&self, name: &str, start: u64) -> Result<u64, Error> {
         self.check()?;
         self.inner.cursor(name, start).await

@@ -254,6 +254,14 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     /// [`crate::Error::StoreUnavailable`].
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>>;
 
+    /// How many drafts wait at `now`: open (proposed or approved, not yet run) with a deadline
+    /// after `now`. Read through the index of open drafts, never by reading the drafts, so a
+    /// metrics scrape costs the same whatever the store keeps.
+    ///
+    /// # Errors
+    /// [`crate::Error::StoreUnavailable`].
+    async fn waiting(&self, now: i64) -> Result<u64>;
+
     /// Where the cursor `name` stands: the `seq` of the last audit record claimed through it.
     /// A cursor that does not exist yet is created at `start`; of processes creating it at
     /// once the first wins, and every one reads the position it set.

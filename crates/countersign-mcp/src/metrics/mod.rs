@@ -358,8 +358,8 @@ impl Countersign {
     #[cfg(feature = "http")]
     pub(crate) async fn scrape(&self, within: std::time::Duration) -> Option<String> {
         let metrics = self.metrics()?;
-        let waiting = match tokio::time::timeout(within, self.gate().pending()).await {
-            Ok(Ok(drafts)) => Some(drafts.len()),
+        let waiting = match tokio::time::timeout(within, self.gate().waiting()).await {
+            Ok(Ok(n)) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, "metrics: the drafts waiting could not be counted");
                 None

@@ -245,6 +245,9 @@ impl GateStore for Held {
     async fn due(&self, now: i64, limit: u32) -> Result<Vec<DraftId>> {
         self.inner.due(now, limit).await
     }
+    async fn waiting(&self, now: i64) -> Result<u64> {
+        self.inner.waiting(now).await
+    }
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
         self.inner.cursor(name, start).await
     }

@@ -50,8 +50,11 @@ pub async fn replicas_expire_once(a: Arc<dyn GateStore>, b: Arc<dyn GateStore>) 
     let touched = propose(&ga, "publish_post", r#"{"title":"touched"}"#).await;
     let approved = propose(&ga, "publish_post", r#"{"title":"approved"}"#).await;
     approve(&ga, &approved).await;
+    waiting_is(&gb, 14).await;
     clock.advance(PAST_THE_WAIT);
     let late = propose(&gb, "publish_post", r#"{"title":"not due"}"#).await;
+    // Past their wait, drafts no longer count as waiting, swept or not.
+    waiting_is(&ga, 1).await;
 
     // An approval that comes too late expires the draft itself, with the same record.
     let refused = gb
@@ -96,6 +99,14 @@ pub async fn replicas_expire_once(a: Arc<dyn GateStore>, b: Arc<dyn GateStore>) 
         let now = gb.draft(d.id().as_str()).await.expect("draft");
         assert_eq!(now.state().name(), state);
     }
+    waiting_is(&gb, 1).await;
+}
+
+/// The store's count of drafts waiting is `n`, and is what reading every draft finds.
+async fn waiting_is(gate: &Gate, n: u64) {
+    let counted = gate.waiting().await.expect("waiting");
+    let read = gate.pending().await.expect("pending").len();
+    assert_eq!((counted, read), (n, usize::try_from(n).expect("small")));
 }
 
 /// Every decision a listening gate is told: (record, event, draft).

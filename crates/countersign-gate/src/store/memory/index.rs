@@ -121,6 +121,8 @@ impl<K: Eq + Hash> TimesBy<K> {
 pub(super) struct DraftIndex {
     created: HashMap<Principal, BTreeSet<(i64, DraftId)>>,
     open: HashMap<Principal, Times>,
+    /// Every principal's open drafts together, for the count of drafts waiting.
+    all_open: Times,
     waiting: BTreeSet<(i64, DraftId)>,
 }
 
@@ -139,6 +141,7 @@ impl DraftIndex {
                 .entry(new.principal.clone())
                 .or_default()
                 .push(new.expires_at);
+            self.all_open.push(new.expires_at);
         }
         if matches!(new.state, State::Proposed(_)) {
             self.waiting.insert((new.expires_at, new.id.clone()));
@@ -160,6 +163,7 @@ impl DraftIndex {
             if times.is_empty() {
                 self.open.remove(&d.principal);
             }
+            self.all_open.remove(d.expires_at);
         }
         if matches!(d.state, State::Proposed(_)) {
             self.waiting.remove(&(d.expires_at, d.id.clone()));
@@ -182,6 +186,11 @@ impl DraftIndex {
         self.open
             .get(principal)
             .map_or_else(RateWindow::default, |t| t.after(now))
+    }
+
+    /// How many open drafts, of any principal, have a deadline after `now`.
+    pub(super) fn waiting(&self, now: i64) -> u64 {
+        self.all_open.after(now).count
     }
 
     /// One page of `principal`'s drafts, oldest first.

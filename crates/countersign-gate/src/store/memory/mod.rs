@@ -241,6 +241,10 @@ impl GateStore for MemoryStore {
         Ok(self.lock()?.index.due(now, limit))
     }
 
+    async fn waiting(&self, now: i64) -> Result<u64> {
+        Ok(self.lock()?.index.waiting(now))
+    }
+
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
         Ok(*self.lock()?.cursors.entry(name.to_owned()).or_insert(start))
     }

@@ -41,6 +41,18 @@ pub(super) async fn due(
         .collect()
 }
 
+/// How many open drafts, of any principal, have a deadline after `now`, counted from the
+/// open-drafts index (its condition is the state list here).
+pub(super) async fn waiting(c: &impl GenericClient, s: &str, now: i64) -> Result<u64> {
+    let sql = format!(
+        "SELECT COUNT(*) FROM {s}.gate_drafts
+         WHERE state IN ('proposed', 'approved') AND expires_at > $1"
+    );
+    let row = c.query_one(&sql, &[&now]).await.map_err(pg)?;
+    let n: i64 = row.try_get(0).map_err(pg)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 fn seq(n: u64) -> Result<i64> {
     i64::try_from(n).map_err(|_| Error::store("audit cursor out of range"))
 }

@@ -288,6 +288,11 @@ impl GateStore for PostgresStore {
         cursor::due(&client, &self.s, now, limit).await
     }
 
+    async fn waiting(&self, now: i64) -> Result<u64> {
+        let client = self.pool.get().await.map_err(pg)?;
+        cursor::waiting(&client, &self.s, now).await
+    }
+
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
         let client = self.pool.get().await.map_err(pg)?;
         cursor::cursor(&client, &self.s, name, start).await

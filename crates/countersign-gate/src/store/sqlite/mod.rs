@@ -300,6 +300,11 @@ impl GateStore for SqliteStore {
         cursor::due(&conn, now, limit)
     }
 
+    async fn waiting(&self, now: i64) -> Result<u64> {
+        let conn = self.lock()?;
+        tenancy::waiting(&conn, now)
+    }
+
     async fn cursor(&self, name: &str, start: u64) -> Result<u64> {
         let conn = self.lock()?;
         cursor::cursor(&conn, name, start)

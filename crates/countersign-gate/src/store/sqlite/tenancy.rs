@@ -41,6 +41,20 @@ pub(super) fn quota(conn: &Connection, q: &QuotaKeys) -> Result<(Option<RateWind
     Ok((open, made))
 }
 
+/// How many open drafts, of any principal, have a deadline after `now`: the state list is the
+/// open-drafts index's own condition, so the count reads that index and never a decided draft.
+pub(super) fn waiting(conn: &Connection, now: i64) -> Result<u64> {
+    let n: i64 = conn
+        .prepare_cached(
+            "SELECT COUNT(*) FROM gate_drafts
+             WHERE state IN ('proposed', 'approved') AND expires_at > ?1",
+        )
+        .map_err(db)?
+        .query_row(params![now], |r| r.get(0))
+        .map_err(db)?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
 /// One page of the principal's drafts, read from the listing index and the rows' small
 /// columns only.
 pub(super) fn list(
