@@ -234,33 +234,10 @@ pub fn verify(records: &[AuditRecord], anchor: Option<Head>) -> Result<Option<He
     let limits = Limits::default();
     for (i, r) in records.iter().enumerate() {
         let expected = i as u64 + 1;
-        let broken = |problem| ChainError {
+        link(r, expected, prev, &limits).map_err(|problem| ChainError {
             seq: expected,
             problem,
-        };
-        if r.seq != expected {
-            return Err(broken("a record is missing or out of order"));
-        }
-        if digest(Domain::Audit, &r.body) != r.digest {
-            return Err(broken("the record's content does not match its digest"));
-        }
-        let value = parse(&r.body, Profile::CountersignV1, &limits)
-            .map_err(|_| broken("the record is not valid JSON"))?;
-        if value.to_canonical_bytes() != r.body {
-            return Err(broken("the record is not canonical"));
-        }
-        let seq_ok = value.pointer("/seq") == Some(&Value::Number(expected as f64));
-        if !seq_ok {
-            return Err(broken("the record's own sequence number differs"));
-        }
-        let prev_ok = match (prev, value.pointer("/prev")) {
-            (None, Some(Value::Null)) => true,
-            (Some(d), Some(Value::String(s))) => Digest::from_hex(s).is_ok_and(|p| p == d),
-            _ => false,
-        };
-        if !prev_ok {
-            return Err(broken("the record does not follow the one before it"));
-        }
+        })?;
         prev = Some(r.digest);
     }
     let head = records.last().map(|r| Head {
@@ -286,6 +263,65 @@ pub fn verify(records: &[AuditRecord], anchor: Option<Head>) -> Result<Option<He
         }
     }
     Ok(head)
+}
+
+/// Checks that `r` is record number `seq`, sealed (its digest is its content's) and canonical,
+/// and that it follows the record whose digest is `prev` (`None`: it opens the chain). Returns
+/// its parsed content.
+fn link(
+    r: &AuditRecord,
+    seq: u64,
+    prev: Option<Digest>,
+    limits: &Limits,
+) -> Result<Value, &'static str> {
+    if r.seq != seq {
+        return Err("a record is missing or out of order");
+    }
+    if digest(Domain::Audit, &r.body) != r.digest {
+        return Err("the record's content does not match its digest");
+    }
+    let value = parse(&r.body, Profile::CountersignV1, limits)
+        .map_err(|_| "the record is not valid JSON")?;
+    if value.to_canonical_bytes() != r.body {
+        return Err("the record is not canonical");
+    }
+    if value.pointer("/seq") != Some(&Value::Number(seq as f64)) {
+        return Err("the record's own sequence number differs");
+    }
+    let prev_ok = match (prev, value.pointer("/prev")) {
+        (None, Some(Value::Null)) => true,
+        (Some(d), Some(Value::String(s))) => Digest::from_hex(s).is_ok_and(|p| p == d),
+        _ => false,
+    };
+    if !prev_ok {
+        return Err("the record does not follow the one before it");
+    }
+    Ok(value)
+}
+
+/// The parsed contents of the leading `records` that hold together: numbered from `first`,
+/// sealed, and each following the one before (the first following `prev`, the digest of record
+/// `first - 1`, or opening the chain when `first` is 1). Stops at the first break, which it
+/// returns, and leaves out the record before the break too: an edit whose digest was recomputed
+/// shows only in the link of the record after it.
+pub(crate) fn intact(
+    records: &[AuditRecord],
+    first: u64,
+    mut prev: Option<Digest>,
+) -> (Vec<(u64, Value)>, Option<ChainError>) {
+    let limits = Limits::default();
+    let mut out = Vec::with_capacity(records.len());
+    for (seq, r) in (first..).zip(records) {
+        match link(r, seq, prev, &limits) {
+            Ok(value) => out.push((seq, value)),
+            Err(problem) => {
+                out.pop();
+                return (out, Some(ChainError { seq, problem }));
+            }
+        }
+        prev = Some(r.digest);
+    }
+    (out, None)
 }
 
 /// The anchor file: one fixed-width line `SEQ DIGEST\n` (86 bytes), mode 0600.

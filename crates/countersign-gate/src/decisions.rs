@@ -13,9 +13,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
-use countersign_canon::{Limits, Object, Profile, Value};
+use countersign_canon::{Object, Value};
 
-use crate::audit::AuditRecord;
+use crate::audit;
 use crate::error::Result;
 use crate::gate::Gate;
 use crate::model::Draft;
@@ -64,14 +64,8 @@ pub struct Recorded {
 impl Recorded {
     /// The decision `r` records, if it records one that is told: a successful `approve`,
     /// `reject` or `expire`. Refusals and every other kind are not decisions to tell.
-    fn from_record(r: &AuditRecord) -> Option<(String, Recorded)> {
-        let limits = Limits {
-            max_depth: 8,
-            max_size: 1024 * 1024,
-        };
-        let Ok(Value::Object(o)) =
-            countersign_canon::parse(&r.body, Profile::CountersignV1, &limits)
-        else {
+    fn from_record(seq: u64, body: Value) -> Option<(String, Recorded)> {
+        let Value::Object(o) = body else {
             return None;
         };
         if text(&o, "code") != Some("ok") {
@@ -91,7 +85,7 @@ impl Recorded {
         });
         let count = |name| number(&o, name).and_then(|n| u32::try_from(n).ok());
         let recorded = Recorded {
-            seq: r.seq,
+            seq,
             event,
             at: number(&o, "at").unwrap_or(0),
             channel: text(&o, "channel").and_then(Channel::parse),
@@ -177,13 +171,26 @@ impl Gate {
             }
             let to = size.min(from.saturating_add(CLAIM));
             // Read, then claim: a failed read claims nothing; a lost race reads the cursor again.
-            let records = self.store.audit_range(from + 1, to - from).await?;
+            // The record before the range is read too, to check the first one follows it.
+            let first = from.max(1);
+            let mut records = self.store.audit_range(first, to + 1 - first).await?;
             if !self.store.advance_cursor(CURSOR, from, to).await? {
                 from = self.store.cursor(CURSOR, size).await?;
                 continue;
             }
-            for r in &records {
-                if let Some((draft, recorded)) = Recorded::from_record(r) {
+            let prev = (from >= 1 && !records.is_empty()).then(|| records.remove(0).digest);
+            let (records, broken) = audit::intact(&records, from + 1, prev);
+            if let Some(e) = broken {
+                // Someone edited the chain: what it says from here is not told (the claim
+                // stands, so the break is reported once, here, and by `audit verify`).
+                tracing::error!(
+                    seq = e.seq,
+                    problem = e.problem,
+                    "audit chain broken; decisions recorded from here up to {to} are not told"
+                );
+            }
+            for (seq, body) in records {
+                if let Some((draft, recorded)) = Recorded::from_record(seq, body) {
                     told += 1;
                     self.tell_one(listener.as_ref(), &draft, &recorded).await;
                 }

@@ -32,7 +32,7 @@ pub use log::{assert_tree_matches_chain, replicas_grow_one_tree};
 pub use recording::Recording;
 pub use rules::{RULES, RULES_POLICY};
 pub use sweep::{
-    own_decisions_are_told_at_once, replicas_expire_once, replicas_tell_each_decision_once,
+    Tally, own_decisions_are_told_at_once, replicas_expire_once, replicas_tell_each_decision_once,
 };
 
 /// The policy the suite runs under.

@@ -25,19 +25,35 @@ impl Gate {
     /// deadlines of their own, which execute's claim checks (an approval that lapsed returns the
     /// draft to `proposed`, and the next sweep expires it once its wait is over).
     ///
+    /// A draft the store fails on (a row it cannot read back, edited by hand) is logged and
+    /// passed over, so one bad row — due forever, and first by deadline — cannot stop every
+    /// later sweep before the drafts behind it.
+    ///
     /// # Errors
-    /// `STORE_UNAVAILABLE`; the drafts expired before the failure stay expired.
+    /// `STORE_UNAVAILABLE` when the due drafts cannot be listed, or when every one of them
+    /// failed (the first failure); the drafts expired before a failure stay expired.
     pub async fn expire_due(&self, limit: u32) -> Result<usize> {
         let now = self.now();
         let policy = self.policy();
         let mut expired = 0;
-        for id in self.store.due(now, limit).await? {
-            let done = self
-                .on_draft(id, |snap| decide_expire(snap, &policy, now))
-                .await?;
-            if done {
-                expired += 1;
+        let mut failed = Vec::new();
+        let due = self.store.due(now, limit).await?;
+        let listed = due.len();
+        for id in due {
+            match self
+                .on_draft(id.clone(), |snap| decide_expire(snap, &policy, now))
+                .await
+            {
+                Ok(true) => expired += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(draft = %id, code = e.code().as_str(), error = %e, "draft not expired; passed over");
+                    failed.push(e);
+                }
             }
+        }
+        if failed.len() == listed && listed > 0 {
+            return Err(failed.swap_remove(0));
         }
         Ok(expired)
     }

@@ -111,7 +111,17 @@ async fn waiting_is(gate: &Gate, n: u64) {
 
 /// Every decision a listening gate is told: (record, event, draft).
 #[derive(Debug, Default)]
-struct Tally(Mutex<Vec<(u64, NotifyEvent, String)>>);
+pub struct Tally(Mutex<Vec<(u64, NotifyEvent, String)>>);
+
+impl Tally {
+    /// What was told so far, in the order told.
+    pub fn told(&self) -> Vec<(u64, NotifyEvent, String)> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
 
 impl Decisions for Tally {
     fn decided(&self, draft: &Draft, _: &ToolPolicy, recorded: &Recorded) {
@@ -190,10 +200,7 @@ pub async fn replicas_tell_each_decision_once(a: Arc<dyn GateStore>, b: Arc<dyn 
     ga.tell_recorded().await.expect("drain");
     gb.tell_recorded().await.expect("drain");
 
-    let mut told: Vec<_> = [&ta, &tb]
-        .iter()
-        .flat_map(|t| t.0.lock().unwrap_or_else(PoisonError::into_inner).clone())
-        .collect();
+    let mut told: Vec<_> = [&ta, &tb].iter().flat_map(|t| t.told()).collect();
     told.sort();
     let mut seqs: Vec<u64> = told.iter().map(|(seq, ..)| *seq).collect();
     seqs.dedup();

@@ -7,6 +7,7 @@ use deadpool_postgres::GenericClient;
 use super::sql::pg;
 use crate::error::{Error, Result};
 use crate::model::DraftId;
+use crate::store::rows::due_id;
 
 /// The index and table, created at connect (see `PostgresStore::create_schema`); a store made
 /// before them gets them there too, as every statement is `IF NOT EXISTS`. The index leads with
@@ -33,12 +34,12 @@ pub(super) async fn due(
         .query(&sql, &[&now, &i64::from(limit)])
         .await
         .map_err(pg)?;
-    rows.iter()
-        .map(|r| {
-            let id: String = r.try_get(0).map_err(pg)?;
-            DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))
-        })
-        .collect()
+    let mut ids = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let id: String = r.try_get(0).map_err(pg)?;
+        ids.extend(due_id(&id));
+    }
+    Ok(ids)
 }
 
 /// How many open drafts, of any principal, have a deadline after `now`, counted from the

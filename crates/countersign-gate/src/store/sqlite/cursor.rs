@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::db;
 use crate::error::{Error, Result};
 use crate::model::DraftId;
+use crate::store::rows::due_id;
 
 /// Open drafts due at `now`, earliest deadline first, through `gate_drafts_due`.
 pub(super) fn due(conn: &Connection, now: i64, limit: u32) -> Result<Vec<DraftId>> {
@@ -19,11 +20,11 @@ pub(super) fn due(conn: &Connection, now: i64, limit: u32) -> Result<Vec<DraftId
     let ids = stmt
         .query_map(params![now, i64::from(limit)], |r| r.get::<_, String>(0))
         .map_err(db)?;
-    ids.map(|id| {
-        let id = id.map_err(db)?;
-        DraftId::parse(&id).map_err(|_| Error::store("stored draft id is malformed"))
-    })
-    .collect()
+    let mut due = Vec::new();
+    for id in ids {
+        due.extend(due_id(&id.map_err(db)?));
+    }
+    Ok(due)
 }
 
 fn seq(n: u64) -> Result<i64> {
