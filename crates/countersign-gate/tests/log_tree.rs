@@ -39,7 +39,7 @@ mod sqlite {
         sql(
             &db,
             "DROP TABLE gate_log_hashes; DROP TABLE gate_log_checkpoint;
-             DROP INDEX gate_drafts_due; DROP TABLE gate_cursors;
+             DROP TABLE gate_cursors;
              DELETE FROM gate_schema_version WHERE version >= 7;",
         );
 

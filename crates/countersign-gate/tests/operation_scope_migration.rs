@@ -113,7 +113,6 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
          ALTER TABLE gate_revisions DROP COLUMN editor;
          DROP TABLE gate_log_hashes;
          DROP TABLE gate_log_checkpoint;
-         DROP INDEX gate_drafts_due;
          DROP TABLE gate_cursors;
          DELETE FROM gate_schema_version WHERE version > 2;",
     )
@@ -129,7 +128,7 @@ async fn a_v2_sqlite_file_scopes_its_operations_to_their_drafts_principals() {
         .expect("query")
         .collect::<rusqlite::Result<_>>()
         .expect("rows");
-    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     after_upgrade(store, &action, &a, &b).await;
 }
 

@@ -205,7 +205,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     assert!(before.operations.iter().all(Option::is_some));
 
     let store = Arc::new(SqliteStore::open(&v1).expect("open v1 file"));
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let after = contents(store.as_ref()).await;
     assert_eq!(after, before);
     let revised = after
@@ -263,7 +263,7 @@ async fn a_v1_file_is_migrated_in_place_and_keeps_every_row() {
     drop(g);
     drop(store);
     let again = SqliteStore::open(&v1).expect("reopen");
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     assert_eq!(again.drafts().await.expect("drafts").len(), 9);
 }
 
@@ -327,7 +327,7 @@ fn connections_opening_a_v1_file_at_once_migrate_it_once() {
     for o in openers {
         o.join().expect("thread").expect("open");
     }
-    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&v1), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let store = SqliteStore::open(&v1).expect("open");
     assert_eq!(rt.block_on(contents(&store)), before);
 }
@@ -355,7 +355,7 @@ async fn a_file_from_a_newer_build_is_refused() {
     let e = SqliteStore::open(&db).expect_err("newer schema");
     assert_eq!(e.code().as_str(), "STORE_UNAVAILABLE");
     assert!(e.to_string().contains("v99"), "{e}");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 99]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 99]);
     let conn = rusqlite::Connection::open(&db).expect("open");
     let canonical: Vec<u8> = conn
         .query_row(
@@ -372,7 +372,7 @@ async fn a_new_file_gets_the_newest_schema() {
     let dir = tempfile::tempdir().expect("tmp");
     let db = dir.path().join("countersign.db");
     drop(SqliteStore::open(&db).expect("open"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     for table in [
         "gate_revisions",
         "gate_operations",
@@ -404,7 +404,6 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
          DROP TABLE gate_budget;
          ALTER TABLE gate_drafts DROP COLUMN ruling;
          DROP TABLE gate_log_hashes;
-         DROP INDEX gate_drafts_due;
          DROP TABLE gate_cursors;
          DROP TABLE gate_log_checkpoint;
          DELETE FROM gate_schema_version WHERE version >= 5;",
@@ -414,7 +413,7 @@ async fn a_v4_file_gains_the_editor_of_each_revision() {
     assert_eq!(versions(&db), vec![1, 2, 3, 4]);
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v4 file"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let read = store.draft(d.id()).await.expect("read").expect("draft");
     assert_eq!(read.editor(), None);
     assert_eq!(read.proposer(), None, "the agent proposed it");
@@ -460,7 +459,6 @@ async fn a_v5_file_gains_the_budget_table() {
         "DROP TABLE gate_budget;
          ALTER TABLE gate_drafts DROP COLUMN ruling;
          DROP TABLE gate_log_hashes;
-         DROP INDEX gate_drafts_due;
          DROP TABLE gate_cursors;
          DROP TABLE gate_log_checkpoint;
          DELETE FROM gate_schema_version WHERE version >= 6;",
@@ -471,7 +469,7 @@ async fn a_v5_file_gains_the_budget_table() {
     assert_eq!(table_sql(&db, "gate_budget"), None);
 
     let store = SqliteStore::open(&db).expect("open v5 file");
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let sql = table_sql(&db, "gate_budget").expect("the budget table");
     assert!(sql.contains("PRIMARY KEY (name, scope, at)"), "{sql}");
     assert!(sql.ends_with("WITHOUT ROWID"), "{sql}");
@@ -518,7 +516,7 @@ async fn a_v5_file_gains_the_budget_table() {
     // Opening again migrates nothing more.
     drop(store);
     drop(SqliteStore::open(&db).expect("reopen"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 }
 
 /// A v7 file (before the latest checkpoint was kept) gains the checkpoint table, one row per
@@ -539,8 +537,7 @@ async fn a_v7_file_gains_the_checkpoint_table() {
     drop(store);
     let conn = rusqlite::Connection::open(&db).expect("open");
     conn.execute_batch(
-        "DROP INDEX gate_drafts_due;
-         DROP TABLE gate_cursors;
+        "DROP TABLE gate_cursors;
          DROP TABLE gate_log_checkpoint;
          DELETE FROM gate_schema_version WHERE version >= 8;",
     )
@@ -549,7 +546,7 @@ async fn a_v7_file_gains_the_checkpoint_table() {
     assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7]);
 
     let store = Arc::new(SqliteStore::open(&db).expect("open v7 file"));
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let sql = table_sql(&db, "gate_log_checkpoint").expect("the checkpoint table");
     assert!(sql.contains("origin TEXT PRIMARY KEY"), "{sql}");
     let g = gate(store.clone(), &anchor, ManualClock::at(T0));
@@ -572,5 +569,5 @@ async fn a_v7_file_gains_the_checkpoint_table() {
         g.latest_checkpoint(log.verifier_key()).await.expect("read"),
         Some(issued.checkpoint().clone())
     );
-    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions(&db), vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
 }

@@ -202,7 +202,7 @@ fn rebuild_the_tree(home: &Home) {
     let db = rusqlite::Connection::open(home.path().join("countersign.db")).expect("open db");
     db.execute_batch(
         "DROP TABLE gate_log_hashes; DROP TABLE gate_log_checkpoint;
-         DROP INDEX gate_drafts_due; DROP TABLE gate_cursors;
+         DROP TABLE gate_cursors;
          DELETE FROM gate_schema_version WHERE version >= 7;",
     )
     .expect("drop the tree");

@@ -246,9 +246,8 @@ pub trait GateStore: Send + Sync + std::fmt::Debug {
     async fn purge(&self, states: &[&str], before: i64) -> Result<u64>;
 
     /// Up to `limit` proposed drafts whose deadline has passed at `now` (`expires_at <= now`),
-    /// earliest deadline first: what the upkeep sweep expires. Read through an index on the
-    /// deadline of proposed drafts, so a
-    /// sweep with nothing due costs one index probe however many drafts the store holds.
+    /// earliest deadline first: what the upkeep sweep expires. Read through an index of open
+    /// drafts, so a sweep never reads the decided drafts a store keeps until retention.
     ///
     /// # Errors
     /// [`crate::Error::StoreUnavailable`].

@@ -148,6 +148,12 @@ CREATE INDEX gate_drafts_due ON gate_drafts (expires_at) WHERE state = 'proposed
 CREATE TABLE gate_cursors (name TEXT PRIMARY KEY, through INTEGER NOT NULL) WITHOUT ROWID;
 ";
 
+/// v10 drops `gate_drafts_due`: the sweep reads due drafts from `gate_drafts_open` instead, so
+/// a state change keeps one index of open drafts up to date, not two.
+const MIGRATE_V10: &str = "
+DROP INDEX gate_drafts_due;
+";
+
 /// Forward-only migrations: (version, SQL). A file newer than the last is refused, never
 /// downgraded or written.
 const MIGRATIONS: &[(i64, &str)] = &[
@@ -160,6 +166,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, MIGRATE_V7),
     (8, MIGRATE_V8),
     (9, MIGRATE_V9),
+    (10, MIGRATE_V10),
 ];
 
 /// Brings the gate's tables to the newest schema in one `BEGIN IMMEDIATE` transaction, reading
