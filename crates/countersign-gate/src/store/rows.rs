@@ -177,8 +177,20 @@ fn approval_from_row(d: &Json, revision: Revision) -> Result<Approval> {
     })
 }
 
+/// The principal as stored: this text is compared whole (quotas, open drafts and operations are
+/// keyed by it), so it is written field by field in one fixed order rather than by a JSON map,
+/// whose key order follows a feature of `serde_json` that any dependency may switch on.
 pub(crate) fn principal_to_row(p: &Principal) -> String {
-    json!({ "tenant": p.tenant, "subject": p.subject, "session": p.session }).to_string()
+    let part = |v: &Option<String>| match v {
+        Some(s) => Json::from(s.as_str()).to_string(),
+        None => "null".to_owned(),
+    };
+    format!(
+        r#"{{"tenant":{},"subject":{},"session":{}}}"#,
+        part(&p.tenant),
+        part(&p.subject),
+        part(&p.session)
+    )
 }
 
 pub(crate) fn principal_from_row(text: &str) -> Result<Principal> {
@@ -217,6 +229,25 @@ pub(crate) fn due_id(id: &str) -> Option<crate::model::DraftId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stored text is a key: it must not change with the build's features or a release.
+    #[test]
+    fn a_principal_is_stored_as_one_fixed_text() {
+        let p = Principal {
+            tenant: Some("acme".into()),
+            subject: Some("ü \"q\"".into()),
+            session: None,
+        };
+        assert_eq!(
+            principal_to_row(&p),
+            r#"{"tenant":"acme","subject":"ü \"q\"","session":null}"#
+        );
+        assert_eq!(
+            principal_to_row(&Principal::default()),
+            r#"{"tenant":null,"subject":null,"session":null}"#
+        );
+        assert_eq!(principal_from_row(&principal_to_row(&p)).ok(), Some(p));
+    }
 
     /// Rows written before quorums and signatures hold one approval at the top level; they
     /// still read as one unsigned approval.
