@@ -269,12 +269,9 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         workload.name()
     );
 
-    // Where the run's work goes: CPU of each party and the database's transactions, read
-    // before and after the timed run (once start-up's transactions have been published).
+    // Where the run's work goes: the CPU each party spends, read before and after the timed run.
     let replica_pids: Vec<u32> = [a.child.id(), b.child.id()].into_iter().flatten().collect();
     let watch = pg_connect(store).await?;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let tx_before = profile::transactions(&watch, name).await?;
     let cpu_before = [
         Cpu::of(replica_pids.clone()),
         Cpu::of(profile::backends(&watch, name).await?),
@@ -337,8 +334,6 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         Cpu::of(profile::backends(&watch, name).await?),
         Cpu::of([std::process::id()]),
     ];
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let tx_after = profile::transactions(&watch, name).await?;
     drop(watch);
 
     // Every spent token presented again, after the timed run: each must be refused.
@@ -430,12 +425,10 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     );
     let per = |k: usize| cpu_after[k].ms_per_cycle(&cpu_before[k], done);
     println!(
-        "CPU per cycle: replicas {:.3} ms, database backends {:.3} ms, load generator {:.3} ms; database transactions per cycle: {:.2} committed, {:.2} rolled back",
+        "CPU per cycle: replicas {:.3} ms, database backends {:.3} ms, load generator {:.3} ms",
         per(0),
         per(1),
         per(2),
-        (tx_after.0 - tx_before.0) as f64 / done.max(1) as f64,
-        (tx_after.1 - tx_before.1) as f64 / done.max(1) as f64,
     );
     if let Some(floor) = floor {
         println!(

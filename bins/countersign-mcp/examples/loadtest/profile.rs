@@ -1,8 +1,8 @@
 //! Where a cycle's work goes, read from outside the processes that do it: the CPU time the two
 //! replicas, the database's backends serving the run's database and the load generator itself
-//! spend (Linux `/proc`), and the transactions the database committed and rolled back
-//! (`pg_stat_database`). Nothing here slows what it measures: each is read once before the
-//! timed run and once after it.
+//! (its approving gate included) spend, from Linux `/proc`. Nothing here slows what it
+//! measures: each is read once before the timed run and once after it. (The database's own
+//! transaction counts are not read: a busy backend publishes them up to seconds late.)
 
 use std::collections::BTreeMap;
 
@@ -68,21 +68,4 @@ pub(crate) async fn backends(
         .iter()
         .filter_map(|r| u32::try_from(r.get::<_, i32>(0)).ok())
         .collect())
-}
-
-/// Transactions committed and rolled back in database `name` so far. The server publishes a
-/// backend's counts at the end of its transactions at most once a second and when it exits,
-/// so a reading is whole once the connections that did the work are closed.
-pub(crate) async fn transactions(
-    db: &tokio_postgres::Client,
-    name: &str,
-) -> Result<(i64, i64), tokio_postgres::Error> {
-    db.batch_execute("SELECT pg_stat_clear_snapshot()").await?;
-    let row = db
-        .query_one(
-            "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = $1",
-            &[&name],
-        )
-        .await?;
-    Ok((row.get(0), row.get(1)))
 }
