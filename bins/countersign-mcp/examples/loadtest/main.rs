@@ -4,16 +4,19 @@
 //! N concurrent MCP clients (streamable HTTP) each hold a session with both replicas — by
 //! default a lean client that frames its JSON-RPC itself, so the generator takes little of the
 //! machine it shares with what it measures; `--client rmcp` runs rmcp's client instead (see
-//! `client.rs`). One cycle is the whole gated path: `publish_post` on one replica (a draft), an
-//! approval written through the store the way `countersign approve` writes it (the gate library
-//! on the same PostgreSQL URL: read the draft, recompute the revision from the stored bytes,
-//! approve), then `countersign_execute` on the *other* replica. The run stops by itself after
-//! `--cycles` cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle latency,
-//! and checks that every cycle ran exactly once: one post file per cycle, none missing, none
-//! twice, and one succeeded operation per cycle in the store. Anything else exits 1. Then, in
-//! the same database, it measures the ceiling PostgreSQL itself sets on this machine — four
-//! durable one-row transactions per cycle, the minimum a gated cycle commits — and prints the
-//! ratio.
+//! `client.rs`). `--workload` picks what one cycle is (see `workload.rs`): `cycle`, the whole
+//! gated path — `publish_post` on one replica (a draft), an approval written through the store
+//! the way `countersign approve` writes it (the gate library on the same PostgreSQL URL: read
+//! the draft, recompute the revision from the stored bytes, approve), then `countersign_execute`
+//! on the *other* replica; `run`, a call the demo's rules run at once; `token`, a confirm-mode
+//! dry run on one replica and the call with its token on the other. The run stops by itself
+//! after `--cycles` cycles (or `--timeout`), prints cycles per second and the p50/p99 cycle
+//! latency, and checks that every cycle ran exactly once: one post file per cycle, none
+//! missing, none twice, and one record per cycle in the store (a succeeded operation, an
+//! audited "run" decision, a consumed token); for tokens, every token presented again is
+//! refused as replayed. Anything else exits 1. Then, in the same database, it measures the
+//! ceiling PostgreSQL itself sets on this machine — the durable one-row transactions a cycle
+//! of the workload needs at least, on as many connections — and prints the ratio.
 //!
 //! The database is the run's own (`cs_load_…`, created on the server `--postgres` names and
 //! dropped at the end): the binaries keep their tables in the fixed schema `countersign`, so a
@@ -22,7 +25,7 @@
 //! ```text
 //! cargo build --release -p countersign-mcp-bin --bins --examples
 //! target/release/examples/loadtest --clients 64 --cycles 10000 \
-//!     --postgres postgres://postgres@127.0.0.1:5432/test [--client rmcp]
+//!     --postgres postgres://postgres@127.0.0.1:5432/test [--workload run|token] [--client rmcp]
 //! ```
 
 use std::io::Write;
@@ -35,15 +38,17 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use countersign_gate::Gate;
 use countersign_gate::audit::Anchor;
-use countersign_gate::policy::{Channel, Policy};
+use countersign_gate::policy::Policy;
 use countersign_gate::store::PostgresStore;
-use countersign_mcp::demo::DEMO_POLICY;
-use serde_json::{Value, json};
 
-use crate::client::{Called, Session};
+use crate::client::Session;
+use crate::profile::Cpu;
+use crate::workload::{Steps, Workload};
 
 mod client;
+mod profile;
 mod replica;
+mod workload;
 
 use crate::replica::{PgUrl, Replica, mcp_bin, pg_connect, random_hex};
 
@@ -54,9 +59,13 @@ struct Args {
     /// Concurrent MCP clients (each with a session on both replicas).
     #[arg(long, default_value_t = 64)]
     clients: usize,
-    /// Gated cycles in total (propose → approve → execute).
+    /// Cycles in total (of the workload's calls).
     #[arg(long, default_value_t = 10_000)]
     cycles: usize,
+    /// What one cycle is: `cycle` (propose → approve → execute), `run` (a call the rules run at
+    /// once) or `token` (a confirm-mode dry run, then the call with its token).
+    #[arg(long, value_enum, default_value_t = Workload::Cycle)]
+    workload: Workload,
     /// A PostgreSQL server URL; the run makes a database of its own there.
     #[arg(long, env = "COUNTERSIGN_TEST_POSTGRES")]
     postgres: String,
@@ -114,77 +123,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Approves as `countersign approve DRAFT REVISION --yes` does: the stored bytes must still hash
-/// to the revision the person was shown, then exactly that revision is approved.
-async fn approve(gate: &Gate, draft_id: &str, revision: &str) -> Result<(), String> {
-    let draft = gate.draft(draft_id).await.map_err(|e| e.to_string())?;
-    let manifest = countersign_gate::manifest(&draft).map_err(|e| e.to_string())?;
-    if manifest.revision != draft.revision() || manifest.revision.to_hex() != revision {
-        return Err("the stored draft does not hash to the revision".into());
-    }
-    gate.approve(draft_id, revision, "loadtest", Channel::Cli)
-        .await
-        .map(drop)
-        .map_err(|e| e.to_string())
-}
-
-fn field<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
-/// How long each step of a cycle took: propose, approve, execute.
-type Steps = [Duration; 3];
-
-/// One cycle; `Ok` with the slug the post got and the time each step took.
-async fn cycle(
-    first: &Session,
-    second: &Session,
-    gate: &Gate,
-    i: usize,
-) -> Result<(String, Steps), String> {
-    let post = json!({
-        "title": format!("load {i}"),
-        "body": "A post written by the load test.\nIt goes through the whole gate: a draft, a person's approval of its exact revision, one execution.",
-        "visibility": "public",
-    });
-    let t0 = Instant::now();
-    let r = first.call("publish_post", post).await?;
-    let proposed = t0.elapsed();
-    let s = &r.structured;
-    let code = s.pointer("/error/code").and_then(Value::as_str);
-    if code != Some("APPROVAL_REQUIRED") {
-        return Err(format!("propose answered {code:?}: {s}"));
-    }
-    let (draft, revision) = (
-        field(s, "draft_id").to_owned(),
-        field(s, "revision").to_owned(),
-    );
-    let t1 = Instant::now();
-    approve(gate, &draft, &revision).await?;
-    let approved = t1.elapsed();
-    let t2 = Instant::now();
-    let args =
-        json!({"draft_id": draft, "revision": revision, "operation_id": format!("load-{i}")});
-    let Called {
-        is_error,
-        structured: s,
-    } = second.call("countersign_execute", args).await?;
-    if is_error || s.get("replay") != Some(&Value::Bool(false)) {
-        return Err(format!("execute: {s}"));
-    }
-    let slug = s
-        .pointer("/result/slug")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    Ok((slug, [proposed, approved, t2.elapsed()]))
-}
-
-/// The most cycles PostgreSQL allows here before any gate or HTTP work: a gated cycle commits
-/// four write transactions that must be durable (the proposal, the approval, the claim before
-/// the action runs, the outcome), so `clients` connections each commit four one-row INSERTs
-/// per cycle, with the server's own durability settings, for `cycles` cycles in all.
-async fn baseline(store: &str, clients: usize, cycles: usize) -> Result<f64, Fatal> {
+/// The most cycles PostgreSQL allows here before any gate or HTTP work: a cycle commits `per`
+/// write transactions that must be durable (a gated cycle four: the proposal, the approval, the
+/// claim before the action runs, the outcome), so `clients` connections each commit `per`
+/// one-row INSERTs per cycle, with the server's own durability settings, for `cycles` cycles in
+/// all.
+async fn baseline(store: &str, clients: usize, cycles: usize, per: u32) -> Result<f64, Fatal> {
     let setup = pg_connect(store).await?;
     setup
         .batch_execute("CREATE TABLE loadtest_baseline (cycle BIGINT NOT NULL, step INT NOT NULL, body TEXT NOT NULL)")
@@ -203,7 +147,7 @@ async fn baseline(store: &str, clients: usize, cycles: usize) -> Result<f64, Fat
                 if i >= cycles {
                     return Ok::<_, tokio_postgres::Error>(());
                 }
-                for step in 0..4_i32 {
+                for step in 0..i32::try_from(per).unwrap_or(i32::MAX) {
                     let cycle = i64::try_from(i).unwrap_or(i64::MAX);
                     client
                         .execute(
@@ -231,6 +175,8 @@ struct Tally {
     steps: Vec<Steps>,
     /// Cycles that got a success, by index: the slug their post got.
     slugs: Vec<(usize, String)>,
+    /// The confirmation tokens spent, by cycle index.
+    tokens: Vec<(usize, String)>,
     failures: Vec<String>,
 }
 
@@ -270,16 +216,18 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     let home = tempfile::tempdir()?;
     // Every client calls as the same (absent) principal, so the per-principal ceilings are set
     // beyond what a run proposes.
-    let policy = format!(
-        "{DEMO_POLICY}\n{}",
-        countersign_testkit::policy::ROOMY_LIMITS
-    );
+    let workload = args.workload;
+    let (policy, rules) = workload.policy(countersign_testkit::policy::ROOMY_LIMITS);
     let mut file = std::fs::OpenOptions::new();
     file.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
     file.open(home.path().join("countersign.toml"))?
         .write_all(policy.as_bytes())?;
+    if let Some(rules) = rules {
+        // Read from beside the policy file, as a deployment's would be.
+        std::fs::write(home.path().join("countersign.cedar"), rules)?;
+    }
     let out_dir = tempfile::tempdir()?;
     let out = args
         .out
@@ -289,13 +237,17 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     let a = Replica::start(bin, home.path(), &out, store, &secret).await?;
     let b = Replica::start(bin, home.path(), &out, store, &secret).await?;
 
-    let gate = Arc::new(
-        Gate::new(
-            Arc::new(PostgresStore::connect(store, "countersign").await?),
-            Arc::new(Policy::from_toml(&policy)?),
-        )
-        .with_anchor(Anchor::new(home.path().join("gate-audit-loadtest.anchor"))),
-    );
+    // The approver of the gated cycle: the gate library on the same store, as the CLI is.
+    let gate = match workload {
+        Workload::Cycle => Some(Arc::new(
+            Gate::new(
+                Arc::new(PostgresStore::connect(store, "countersign").await?),
+                Arc::new(Policy::from_toml(&policy)?),
+            )
+            .with_anchor(Anchor::new(home.path().join("gate-audit-loadtest.anchor"))),
+        )),
+        Workload::Run | Workload::Token => None,
+    };
 
     // One connection pool for all clients, kept alive between requests, as an HTTP client in
     // a long-running agent host would be: the transport's default opens a connection per request.
@@ -310,11 +262,21 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         ));
     }
     println!(
-        "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients ({} MCP client), {} cycles",
+        "loadtest: 2 replicas (countersign-mcp --demo --http) on PostgreSQL database {name}, {} clients ({} MCP client), {} cycles of workload {}",
         args.clients,
         args.client.name(),
-        args.cycles
+        args.cycles,
+        workload.name()
     );
+
+    // Where the run's work goes: the CPU each party spends, read before and after the timed run.
+    let replica_pids: Vec<u32> = [a.child.id(), b.child.id()].into_iter().flatten().collect();
+    let watch = pg_connect(store).await?;
+    let cpu_before = [
+        Cpu::of(replica_pids.clone()),
+        Cpu::of(profile::backends(&watch, name).await?),
+        Cpu::of([std::process::id()]),
+    ];
 
     let next = Arc::new(AtomicUsize::new(0));
     let tally = Arc::new(std::sync::Mutex::new(Tally::default()));
@@ -336,24 +298,29 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
                     (&cb, &ca)
                 };
                 let t0 = Instant::now();
-                let outcome = cycle(first, second, &gate, i).await;
+                let outcome = workload.once(first, second, gate.as_deref(), i).await;
                 let took = t0.elapsed();
                 let Ok(mut t) = tally.lock() else { break };
                 match outcome {
-                    Ok((slug, steps)) => {
+                    Ok(done) => {
                         t.latencies.push(took);
-                        t.steps.push(steps);
-                        t.slugs.push((i, slug));
+                        t.steps.push(done.steps);
+                        t.slugs.push((i, done.slug));
+                        if let Some(token) = done.token {
+                            t.tokens.push((i, token));
+                        }
                     }
                     Err(e) => t.failures.push(format!("cycle {i}: {e}")),
                 }
             }
-            ca.close().await;
-            cb.close().await;
+            (ca, cb)
         });
     }
+    let mut open = Vec::with_capacity(args.clients);
     let finished = tokio::time::timeout(Duration::from_secs(args.timeout), async {
-        while tasks.join_next().await.is_some() {}
+        while let Some(done) = tasks.join_next().await {
+            open.extend(done.ok());
+        }
     })
     .await;
     let elapsed = started.elapsed();
@@ -362,15 +329,24 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
         eprintln!("error: the run did not finish within {}s", args.timeout);
     }
 
+    let cpu_after = [
+        Cpu::of(replica_pids),
+        Cpu::of(profile::backends(&watch, name).await?),
+        Cpu::of([std::process::id()]),
+    ];
+    drop(watch);
+
+    // Every spent token presented again, after the timed run: each must be refused.
+    let spent = tally.lock().map_err(|_| "tally poisoned")?.tokens.clone();
+    let (open, refused, replay_failures) = workload::replays(open, spent).await;
+    for (ca, cb) in open {
+        ca.close().await;
+        cb.close().await;
+    }
+
     // What the store says, before the replicas go.
     let db = pg_connect(store).await?;
-    let succeeded: i64 = db
-        .query_one(
-            "SELECT COUNT(*) FROM countersign.gate_operations WHERE status = 'succeeded'",
-            &[],
-        )
-        .await?
-        .get(0);
+    let recorded = workload::recorded(workload, &db).await?;
     drop(db);
     a.stop().await;
     b.stop().await;
@@ -378,7 +354,9 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
     let floor = if args.no_baseline {
         None
     } else {
-        Some(baseline(store, args.clients, cycles.min(4_000)).await?)
+        let per = workload.durable_transactions();
+        let rounds = cycles.min(16_000 / usize::try_from(per).unwrap_or(1).max(1));
+        Some(baseline(store, args.clients, rounds, per).await?)
     };
 
     let t = std::mem::take(&mut *tally.lock().map_err(|_| "tally poisoned")?);
@@ -426,37 +404,62 @@ async fn run_on(args: &Args, bin: &Path, store: &str, name: &str) -> Result<bool
             ms(percentile(&times, 99.0))
         )
     };
+    let steps: Vec<String> = workload
+        .steps()
+        .iter()
+        .enumerate()
+        .map(|(k, name)| format!("{name} {}", step(k)))
+        .collect();
+    println!("steps: {}", steps.join("; "));
+    let replayed = match workload {
+        Workload::Token => format!(
+            "; {refused} of {} tokens presented again refused as replayed",
+            t.tokens.len()
+        ),
+        Workload::Cycle | Workload::Run => String::new(),
+    };
     println!(
-        "steps: propose {}; approve {}; execute {}",
-        step(0),
-        step(1),
-        step(2)
+        "posts written {}; {} in the store {recorded}; lost {lost}, doubled {doubled}{replayed}",
+        files.len(),
+        workload.records()
     );
+    let per = |k: usize| cpu_after[k].ms_per_cycle(&cpu_before[k], done);
     println!(
-        "posts written {}; succeeded operations in the store {succeeded}; lost {lost}, doubled {doubled}",
-        files.len()
+        "CPU per cycle: replicas {:.3} ms, database backends {:.3} ms, load generator {:.3} ms",
+        per(0),
+        per(1),
+        per(2),
     );
     if let Some(floor) = floor {
         println!(
-            "baseline (same database, same run): {} clients each committing four durable one-row INSERT transactions per cycle: {floor:.0} cycles/s; the gated cycle runs at {:.2}x that",
+            "baseline (same database, same run): {} clients each committing {} durable one-row INSERT transactions per cycle: {floor:.0} cycles/s; workload {} runs at {:.2}x that",
             args.clients,
+            workload.durable_transactions(),
+            workload.name(),
             rate / floor
         );
     }
-    for f in t.failures.iter().take(10) {
+    for f in t.failures.iter().chain(&replay_failures).take(10) {
         println!("failure: {f}");
     }
+    let replays_ok = match workload {
+        Workload::Token => replay_failures.is_empty() && refused == cycles,
+        Workload::Cycle | Workload::Run => true,
+    };
     let ok = finished.is_ok()
         && t.failures.is_empty()
         && done == cycles
         && lost == 0
         && doubled == 0
         && wrong_slug == 0
-        && usize::try_from(succeeded).ok() == Some(cycles);
+        && replays_ok
+        && usize::try_from(recorded).ok() == Some(cycles);
     if !ok {
         println!(
-            "FAILED: {} failed cycles, {lost} lost, {doubled} doubled, {wrong_slug} unexpected slugs, {succeeded} succeeded operations for {cycles} cycles",
-            t.failures.len()
+            "FAILED: {} failed cycles, {lost} lost, {doubled} doubled, {wrong_slug} unexpected slugs, {recorded} {} for {cycles} cycles, {} replays not refused",
+            t.failures.len(),
+            workload.records(),
+            replay_failures.len()
         );
     }
     Ok(ok)

@@ -92,6 +92,7 @@ impl Replica {
             .env_remove("COUNTERSIGN_STORE")
             .env_remove("COUNTERSIGN_LEDGER")
             .env_remove("COUNTERSIGN_KEYS")
+            .env_remove("COUNTERSIGN_RULES")
             .current_dir(home)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

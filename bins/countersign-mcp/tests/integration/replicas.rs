@@ -723,19 +723,48 @@ async fn postgres_going_away_fails_calls_cleanly_and_nothing_is_lost_or_doubled(
     );
 }
 
-/// The load test example, small, with each of its MCP clients: the correctness assertions run
-/// in CI.
+/// The load test example, small, with each of its MCP clients and each workload: the
+/// correctness assertions run in CI.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_test_small_run_loses_and_doubles_nothing() {
     let Some(admin) = postgres_url() else { return };
     let exe = loadtest_bin();
-    for client in ["lean", "rmcp"] {
+    let runs = [
+        (
+            "lean",
+            "cycle",
+            "steps: propose p50",
+            "succeeded operations in the store 200",
+        ),
+        (
+            "rmcp",
+            "cycle",
+            "steps: propose p50",
+            "succeeded operations in the store 200",
+        ),
+        (
+            "lean",
+            "run",
+            "steps: call p50",
+            "audited run decisions in the store 200",
+        ),
+        (
+            "lean",
+            "token",
+            "steps: dry run p50",
+            "200 of 200 tokens presented again refused",
+        ),
+    ];
+    for (client, workload, steps, records) in runs {
+        let what =
+            format!("loadtest --clients 8 --cycles 200 --client {client} --workload {workload}");
         let out = within(
             600,
-            &format!("loadtest --clients 8 --cycles 200 --client {client}"),
+            &what,
             tokio::process::Command::new(&exe)
                 .args(["--clients", "8", "--cycles", "200"])
-                .args(["--client", client, "--postgres", &admin])
+                .args(["--client", client, "--workload", workload])
+                .args(["--postgres", &admin])
                 .env("COUNTERSIGN_MCP_BIN", mcp_bin())
                 .kill_on_drop(true)
                 .output(),
@@ -744,10 +773,11 @@ async fn load_test_small_run_loses_and_doubles_nothing() {
         .expect("run loadtest");
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{client}: {stdout}\n{stderr}");
-        assert!(stdout.contains("executed 200 of 200"), "{client}: {stdout}");
-        assert!(stdout.contains("lost 0, doubled 0"), "{client}: {stdout}");
-        assert!(stdout.contains("steps: propose p50"), "{client}: {stdout}");
+        assert!(out.status.success(), "{what}: {stdout}\n{stderr}");
+        assert!(stdout.contains("executed 200 of 200"), "{what}: {stdout}");
+        assert!(stdout.contains("lost 0, doubled 0"), "{what}: {stdout}");
+        assert!(stdout.contains(steps), "{what}: {stdout}");
+        assert!(stdout.contains(records), "{what}: {stdout}");
     }
 }
 

@@ -145,8 +145,10 @@ impl Gate {
                 let budget_keys = move |_: Option<&Draft>| keys_read.clone();
                 let rate = tool.rate;
                 let window = move |_: &str| rate.map(|r| now.saturating_sub(millis(r.per)));
+                // A tool without a rate reads no window, as `execute` asks for none then: a
+                // transaction that reads no rate may share one with others (PostgreSQL).
                 let keys = TxKeys {
-                    rate: Some(&window),
+                    rate: if rate.is_some() { Some(&window) } else { None },
                     budgets: (!spends.is_empty()).then_some(&budget_keys as BudgetKeys<'_>),
                     tool: Some(p.action),
                     ..TxKeys::default()
