@@ -7,6 +7,7 @@
 //! up in place by moving the already-written member spans.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::cmp::Ordering;
 
 use crate::order::{cmp_utf16, order_by_name};
@@ -38,21 +39,45 @@ pub(crate) struct CanonicalSink<'a> {
     out: Vec<u8>,
     stack: Vec<Frame>,
     members: Vec<Member<'a>>,
-    scratch: Vec<u8>,
+}
+
+/// The largest spare stack kept for the thread's next call; a bigger one is freed.
+const SPARE_KEPT: usize = 1024;
+
+thread_local! {
+    /// The sink's stacks, kept from one call to the next on the same thread so that
+    /// canonicalizing allocates only its output. Members are kept empty, without a lifetime.
+    static SPARE: Cell<(Vec<Frame>, Vec<Member<'static>>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// An empty vector of members on the allocation of `members` (no member crosses over).
+fn recycle<'b>(mut members: Vec<Member<'_>>) -> Vec<Member<'b>> {
+    members.clear();
+    members.into_iter().filter_map(|_| None).collect()
 }
 
 impl CanonicalSink<'_> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let (stack, members) = SPARE.take();
         CanonicalSink {
             out: Vec::with_capacity(capacity),
-            stack: Vec::new(),
-            members: Vec::new(),
-            scratch: Vec::new(),
+            stack,
+            members: recycle(members),
         }
     }
 
     pub(crate) fn finish(self) -> Vec<u8> {
-        self.out
+        let CanonicalSink {
+            out,
+            mut stack,
+            members,
+        } = self;
+        if stack.capacity() <= SPARE_KEPT && members.capacity() <= SPARE_KEPT {
+            stack.clear();
+            SPARE.set((stack, recycle(members)));
+        }
+        out
     }
 
     /// The comma before an array element; object members get theirs from [`Sink::name`].
@@ -170,16 +195,15 @@ impl<'a> Sink<'a> for CanonicalSink<'a> {
                 return Err(members[i].name.clone().into_owned());
             }
             // Rewrite the object's content with the member spans in canonical order.
-            self.scratch.clear();
+            let mut content_bytes = Vec::with_capacity(end - content);
             for (i, member) in members.iter().enumerate() {
                 if i > 0 {
-                    self.scratch.push(b',');
+                    content_bytes.push(b',');
                 }
-                self.scratch
-                    .extend_from_slice(&self.out[member.start..member.end]);
+                content_bytes.extend_from_slice(&self.out[member.start..member.end]);
             }
             self.out.truncate(content);
-            self.out.extend_from_slice(&self.scratch);
+            self.out.extend_from_slice(&content_bytes);
         }
         self.members.truncate(base);
         self.out.push(b'}');
