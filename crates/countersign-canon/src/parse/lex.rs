@@ -2,11 +2,9 @@
 
 use std::borrow::Cow;
 
-use unicode_normalization::UnicodeNormalization;
-
 use super::Parser;
 use crate::error::{Error, ErrorCode};
-use crate::nfc::is_nfc_fast;
+use crate::nfc::{is_nfc_fast, nfc_segments};
 
 /// The largest integer magnitude a double holds exactly, 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -27,16 +25,10 @@ static STOPS: [bool; 256] = {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is `"`, `\\` or below 0x20. It may also say yes for a byte after
-/// one that is; the caller then rescans byte by byte, so that costs only time.
-pub(crate) fn ends_run(word: u64) -> bool {
-    stop_bits(word) != 0
-}
-
 /// The high bit of each byte of `word` (read little-endian) that is `"`, `\\` or below 0x20.
 /// The lowest bit set always marks the first such byte; bits above it may be false alarms,
 /// because a borrow runs upward from a matching byte only.
-fn stop_bits(word: u64) -> u64 {
+pub(crate) fn stop_bits(word: u64) -> u64 {
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
     let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
     let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
@@ -276,7 +268,7 @@ fn normalize(s: Cow<'_, str>) -> Cow<'_, str> {
     if is_nfc_fast(&s) {
         s
     } else {
-        Cow::Owned(s.nfc().collect())
+        Cow::Owned(nfc_segments(&s))
     }
 }
 

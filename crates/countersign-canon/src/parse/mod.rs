@@ -19,7 +19,7 @@ use crate::nfc::nfc_owned;
 use crate::value::Value;
 use crate::{Limits, Profile};
 
-pub(crate) use lex::{ends_run, integral_beyond_safe};
+pub(crate) use lex::{integral_beyond_safe, stop_bits};
 
 /// What the parser reports, in document order.
 ///
