@@ -27,14 +27,14 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "canon_317B",
         baseline: "serde_jcs_317B",
-        ceiling: 0.283,
+        ceiling: 0.171,
         with_sha256: false,
         meaning: "canonicalize + digest (its SHA-256 blocks apart) against serde_json + serde_jcs",
     },
     Check {
         name: "canon_317B",
         baseline: "serde_json_317B",
-        ceiling: 0.895,
+        ceiling: 0.464,
         with_sha256: false,
         meaning: "the same against a plain serde_json parse + serialize (no checks, no NFC, no digest)",
     },
@@ -56,8 +56,11 @@ pub const CHECKS: &[Check] = &[
         name: "gate_cycle_memory",
         baseline: "canonicalize_1k",
         // Raised for the manifest limit counted at propose: every proposal must be refused
-        // before it is stored when its manifest would exceed the policy's limit.
-        ceiling: 17.94,
+        // before it is stored when its manifest would exceed the policy's limit. Raised again
+        // (17.94 → 23.4) because its baseline got cheaper, not the cycle: canonicalizing the
+        // arguments fell from 20,521 to 15,730 instructions, and 23.4 × 15,730 allows the cycle
+        // the same 368 k instructions as before (it counts 291 k).
+        ceiling: 23.4,
         with_sha256: false,
         meaning: "propose + approve + execute on the memory store against canonicalizing its arguments once",
     },
@@ -91,8 +94,10 @@ pub const CHECKS: &[Check] = &[
         baseline: "canonicalize_317B",
         // The target is 5; counted at 10.55 (Cedar's evaluation alone is 4.9, building its
         // request another 5.2; docs/performance.md, Findings): the ceiling guards the count as it
-        // is, not the target.
-        ceiling: 12.13,
+        // is, not the target. Raised (12.13 → 17.18) because its baseline got cheaper, not the
+        // decision: canonicalizing the arguments fell from 16,293 to 11,503 instructions, and
+        // 17.18 × 11,503 allows the decision the same 198 k instructions as before.
+        ceiling: 17.18,
         with_sha256: false,
         meaning: "one rules decision of a call (100 rules over 20 tools) against canonicalizing its arguments; target ≤ 5",
     },
@@ -206,13 +211,13 @@ mod tests {
     #[test]
     fn a_row_reads_back_as_the_check_it_was_written_from() {
         let check = &CHECKS[0];
-        let row = markdown_row(check, 17_004.4, 65_432.0);
+        let row = markdown_row(check, 10_004.4, 65_432.0);
         let doc = format!("{MARKDOWN_HEADER}\n{row}\n\nafter\n");
         let rows = documented_rows(&doc);
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0][2], "17,004");
+        assert_eq!(rows[0][2], "10,004");
         assert_eq!(rows[0][3], "65,432");
-        assert_eq!(rows[0][4], "0.260");
+        assert_eq!(rows[0][4], "0.153");
         assert_eq!(rows[0][5], check.ceiling.to_string());
         assert_eq!(rows[0][6], "yes");
         assert_eq!(rows[0][8], check.meaning);

@@ -19,7 +19,7 @@ pub fn nfc(s: &str) -> Cow<'_, str> {
     if s.is_ascii() || is_nfc_fast(s) {
         Cow::Borrowed(s)
     } else {
-        Cow::Owned(s.nfc().collect())
+        Cow::Owned(nfc_segments(s))
     }
 }
 
@@ -28,42 +28,87 @@ pub(crate) fn nfc_owned(s: String) -> String {
     if s.is_ascii() || is_nfc_fast(&s) {
         s
     } else {
-        s.nfc().collect()
+        nfc_segments(&s)
     }
 }
 
 /// Whether `s` is NFC, known quickly. Call it for text that is not ASCII.
 pub(crate) fn is_nfc_fast(s: &str) -> bool {
+    first_unsafe(s).is_none() || is_nfc_quick(s.chars()) == IsNormalized::Yes
+}
+
+/// The NFC form of `s`, which is not known to be NFC already. Only the stretches around
+/// characters outside the bitmap go through the full algorithm: the text is cut before a
+/// character of the bitmap, which composes with nothing on its left and cannot be reordered
+/// with anything before it, so each stretch normalizes on its own.
+pub(crate) fn nfc_segments(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(unsafe_at) = first_unsafe(rest) {
+        // The character before the first unsafe one may compose with it: start there.
+        let start = rest
+            .get(..unsafe_at)
+            .and_then(|before| before.char_indices().next_back())
+            .map_or(0, |(i, _)| i);
+        let after = rest.get(unsafe_at..).unwrap_or_default();
+        let end = after
+            .char_indices()
+            .skip(1)
+            .find(|&(_, c)| is_safe_char(c))
+            .map_or(rest.len(), |(i, _)| unsafe_at + i);
+        out.push_str(rest.get(..start).unwrap_or_default());
+        out.extend(rest.get(start..end).unwrap_or_default().nfc());
+        rest = rest.get(end..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `c` is in the bitmap (everything below U+0300 is; nothing above the BMP counts).
+fn is_safe_char(c: char) -> bool {
+    let c = u32::from(c);
+    c < 0x300 || (c <= 0xFFFF && safe_bmp()[(c >> 6) as usize] >> (c & 63) & 1 == 1)
+}
+
+/// The byte offset of the first character of `s` outside the bitmap of safe starters.
+fn first_unsafe(s: &str) -> Option<usize> {
     let safe = safe_bmp();
     let is_safe = |c: u32| safe[(c >> 6) as usize] >> (c & 63) & 1 == 1;
     let bytes = s.as_bytes();
     // `s` is valid UTF-8, so each lead byte is followed by its continuation bytes.
     let at = |i: usize| u32::from(bytes.get(i).copied().unwrap_or(0) & 0x3F);
     let mut i = 0;
-    let all_safe = loop {
-        let Some(&lead) = bytes.get(i) else {
-            break true;
-        };
+    loop {
+        // ASCII eight bytes at a time.
+        while let Some(word) = bytes
+            .get(i..i + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        {
+            if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0 {
+                break;
+            }
+            i += 8;
+        }
+        let &lead = bytes.get(i)?;
         match lead {
             0x00..=0x7F => i += 1,
             // U+0080..U+02FF: every one a quick-check "yes" starter (checked by a test).
             0xC2..=0xCB => i += 2,
             0xCC..=0xDF => {
                 if !is_safe(u32::from(lead & 0x1F) << 6 | at(i + 1)) {
-                    break false;
+                    return Some(i);
                 }
                 i += 2;
             }
             0xE0..=0xEF => {
                 if !is_safe(u32::from(lead & 0x0F) << 12 | at(i + 1) << 6 | at(i + 2)) {
-                    break false;
+                    return Some(i);
                 }
                 i += 3;
             }
-            _ => break false,
+            _ => return Some(i),
         }
-    };
-    all_safe || is_nfc_quick(s.chars()) == IsNormalized::Yes
+    }
 }
 
 /// One bit per BMP character: NFC_Quick_Check=Yes and canonical combining class 0.
@@ -137,5 +182,46 @@ mod tests {
                 assert_eq!(nfc(&s), truth, "{s:?}");
             }
         }
+    }
+
+    #[test]
+    fn stretch_by_stretch_is_the_whole_algorithm() {
+        let pieces = [
+            "a",
+            "e",
+            "\u{301}",
+            "\u{327}",
+            "\u{e9}",
+            "\u{1100}",
+            "\u{1161}",
+            "\u{11a8}",
+            "\u{ac00}",
+            "\u{212b}",
+            "\u{f900}",
+            "\u{1d15e}",
+            "\u{10000}",
+            "\u{304b}",
+            "\u{3099}",
+            "\u{344}",
+            "\u{340}",
+            "\u{3b1}",
+            " ",
+            "\u{ff}",
+        ];
+        let mut checked = 0;
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    for d in ["", "x", "\u{301}", "\u{1161}"] {
+                        let s = [a, b, c, d].concat();
+                        let truth: String = s.nfc().collect();
+                        assert_eq!(nfc_segments(&s), truth, "{s:?}");
+                        assert_eq!(nfc(&s), truth, "{s:?}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(checked, 20 * 20 * 20 * 4);
     }
 }

@@ -10,6 +10,15 @@ use std::cmp::Ordering;
 /// Compares two names in UTF-16 code-unit order.
 pub(crate) fn cmp_utf16(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.as_bytes(), b.as_bytes());
+    // Most names differ in their first byte; below 0xEE neither is a character whose UTF-16
+    // order differs from its UTF-8 order.
+    if let (Some(&x), Some(&y)) = (a.first(), b.first())
+        && x != y
+        && x < 0xEE
+        && y < 0xEE
+    {
+        return x.cmp(&y);
+    }
     let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) else {
         return a.len().cmp(&b.len());
     };

@@ -7,6 +7,7 @@
 //! up in place by moving the already-written member spans.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::cmp::Ordering;
 
 use crate::order::{cmp_utf16, order_by_name};
@@ -15,6 +16,8 @@ use crate::write::{write_number, write_string};
 
 struct Member<'a> {
     name: Cow<'a, str>,
+    /// See [`prefix_key`].
+    key: u64,
     /// The span of `"name":value` in the output.
     start: usize,
     end: usize,
@@ -38,21 +41,80 @@ pub(crate) struct CanonicalSink<'a> {
     out: Vec<u8>,
     stack: Vec<Frame>,
     members: Vec<Member<'a>>,
-    scratch: Vec<u8>,
+}
+
+/// Objects of at most this many members are put in order through a list of indices.
+const SMALL_OBJECT: usize = 32;
+
+/// Marks a name whose first eight bytes are not all ASCII: it has no usable prefix key.
+const NO_KEY: u64 = u64::MAX;
+
+/// The first eight bytes of an ASCII-led name as a big-endian number, zero-padded. When two
+/// names' keys differ, their first difference lies in those ASCII bytes, where byte order is
+/// UTF-16 order, so the keys' order is the names'; equal keys say nothing (`"a"` and `"a\0"`).
+fn prefix_key(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut prefix = [0u8; 8];
+    let n = bytes.len().min(8);
+    prefix[..n].copy_from_slice(&bytes[..n]);
+    let key = u64::from_be_bytes(prefix);
+    if key & 0x8080_8080_8080_8080 == 0 {
+        key
+    } else {
+        NO_KEY
+    }
+}
+
+/// `member`'s name against `name` (whose prefix key is `key`) in canonical order.
+fn by_name(member: &Member<'_>, name: &str, key: u64) -> Ordering {
+    if member.key != key && member.key != NO_KEY && key != NO_KEY {
+        member.key.cmp(&key)
+    } else {
+        cmp_utf16(&member.name, name)
+    }
+}
+
+/// The largest spare stack kept for the thread's next call; a bigger one is freed.
+const SPARE_KEPT: usize = 1024;
+
+thread_local! {
+    /// The sink's stacks, kept from one call to the next on the same thread so that
+    /// canonicalizing allocates only its output. Members are kept empty, without a lifetime.
+    static SPARE: Cell<(Vec<Frame>, Vec<Member<'static>>)> =
+        const { Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// An empty vector of members on the allocation of `members` (no member crosses over).
+#[expect(
+    clippy::unnecessary_filter_map,
+    reason = "the map changes the members' lifetime; `filter` cannot"
+)]
+fn recycle<'b>(mut members: Vec<Member<'_>>) -> Vec<Member<'b>> {
+    members.clear();
+    members.into_iter().filter_map(|_| None).collect()
 }
 
 impl CanonicalSink<'_> {
     pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let (stack, members) = SPARE.take();
         CanonicalSink {
             out: Vec::with_capacity(capacity),
-            stack: Vec::new(),
-            members: Vec::new(),
-            scratch: Vec::new(),
+            stack,
+            members: recycle(members),
         }
     }
 
     pub(crate) fn finish(self) -> Vec<u8> {
-        self.out
+        let CanonicalSink {
+            out,
+            mut stack,
+            members,
+        } = self;
+        if stack.capacity() <= SPARE_KEPT && members.capacity() <= SPARE_KEPT {
+            stack.clear();
+            SPARE.set((stack, recycle(members)));
+        }
+        out
     }
 
     /// The comma before an array element; object members get theirs from [`Sink::name`].
@@ -127,13 +189,14 @@ impl<'a> Sink<'a> for CanonicalSink<'a> {
     }
 
     fn name(&mut self, name: Cow<'a, str>) {
+        let key = prefix_key(&name);
         let Some(Frame::Object { base, in_order, .. }) = self.stack.last_mut() else {
             return;
         };
         if self.members.len() > *base {
             if let Some(previous) = self.members.last_mut() {
                 previous.end = self.out.len();
-                if cmp_utf16(&previous.name, &name) != Ordering::Less {
+                if by_name(previous, &name, key) != Ordering::Less {
                     *in_order = false;
                 }
             }
@@ -144,6 +207,7 @@ impl<'a> Sink<'a> for CanonicalSink<'a> {
         self.out.push(b':');
         self.members.push(Member {
             name,
+            key,
             start,
             end: 0,
         });
@@ -166,23 +230,113 @@ impl<'a> Sink<'a> for CanonicalSink<'a> {
         }
         if !in_order {
             let members = &mut self.members[base..];
-            if let Err(i) = order_by_name(members, |m| &m.name) {
-                return Err(members[i].name.clone().into_owned());
-            }
             // Rewrite the object's content with the member spans in canonical order.
-            self.scratch.clear();
-            for (i, member) in members.iter().enumerate() {
-                if i > 0 {
-                    self.scratch.push(b',');
+            let mut content_bytes = Vec::with_capacity(end - content);
+            if members.len() <= SMALL_OBJECT {
+                // Few members: sort their indices, not the members.
+                let mut order = [0u8; SMALL_OBJECT];
+                let order = &mut order[..members.len()];
+                for (i, slot) in (0u8..).zip(order.iter_mut()) {
+                    *slot = i;
                 }
-                self.scratch
-                    .extend_from_slice(&self.out[member.start..member.end]);
+                let at = |i: u8| &members[usize::from(i)];
+                order.sort_unstable_by(|&a, &b| by_name(at(a), &at(b).name, at(b).key));
+                if let Some(w) = order
+                    .windows(2)
+                    .find(|w| at(w[0]).key == at(w[1]).key && at(w[0]).name == at(w[1]).name)
+                {
+                    return Err(at(w[0]).name.clone().into_owned());
+                }
+                for (n, &i) in order.iter().enumerate() {
+                    if n > 0 {
+                        content_bytes.push(b',');
+                    }
+                    content_bytes.extend_from_slice(&self.out[at(i).start..at(i).end]);
+                }
+            } else {
+                if let Err(i) = order_by_name(members, |m| &m.name) {
+                    return Err(members[i].name.clone().into_owned());
+                }
+                for (i, member) in members.iter().enumerate() {
+                    if i > 0 {
+                        content_bytes.push(b',');
+                    }
+                    content_bytes.extend_from_slice(&self.out[member.start..member.end]);
+                }
             }
             self.out.truncate(content);
-            self.out.extend_from_slice(&self.scratch);
+            self.out.extend_from_slice(&content_bytes);
         }
         self.members.truncate(base);
         self.out.push(b'}');
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Limits, Profile, canonicalize, parse};
+
+    fn both(text: &str) -> (Result<Vec<u8>, String>, Result<Vec<u8>, String>) {
+        let limits = Limits::DEFAULT;
+        let streamed = canonicalize(text.as_bytes(), Profile::CountersignV1, &limits)
+            .map_err(|e| e.to_string());
+        let tree = parse(text.as_bytes(), Profile::CountersignV1, &limits)
+            .map(|v| v.to_canonical_bytes())
+            .map_err(|e| e.to_string());
+        (streamed, tree)
+    }
+
+    #[test]
+    fn members_out_of_order_agree_with_the_tree_on_both_sort_paths() {
+        // Names whose first eight bytes tie, that are not ASCII, and that sort differently in
+        // UTF-16 than in UTF-8.
+        let names = [
+            "a",
+            "a\\u0000",
+            "ab",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefgg",
+            "\\u00e9",
+            "\u{e000}",
+            "\u{10000}",
+            "z",
+            "",
+            "\\n",
+            "\u{e9}x",
+            "e\u{301}y",
+        ];
+        let small: Vec<String> = names
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(i, n)| format!("\"{n}\":{i}"))
+            .collect();
+        let large: Vec<String> = (0..40)
+            .rev()
+            .map(|i| format!("\"k{i:02}\":[{i}]"))
+            .chain(small.iter().cloned())
+            .collect();
+        for members in [&small, &large] {
+            let text = format!("{{{}}}", members.join(","));
+            let (streamed, tree) = both(&text);
+            assert!(streamed.is_ok(), "{text}");
+            assert_eq!(streamed, tree, "{text}");
+        }
+    }
+
+    #[test]
+    fn duplicates_out_of_order_are_refused_on_both_sort_paths() {
+        let large: Vec<String> = (0..40).rev().map(|i| format!("\"k{i:02}\":{i}")).collect();
+        for text in [
+            r#"{"b":1,"a":2,"b":3}"#.to_owned(),
+            "{\"\u{e9}\":1,\"a\":2,\"e\u{301}\":3}".to_owned(),
+            format!("{{{},\"k07\":0}}", large.join(",")),
+        ] {
+            let (streamed, tree) = both(&text);
+            assert!(streamed.is_err(), "{text}");
+            assert_eq!(streamed, tree, "{text}");
+        }
     }
 }

@@ -5,7 +5,7 @@
 //! whitespace. The walk recurses once per level; parsed values are never deeper than
 //! [`crate::Limits::max_depth`].
 
-use crate::parse::ends_run;
+use crate::parse::stop_bits;
 use crate::value::Value;
 
 /// Integers of at most this magnitude are written by the integer path; ECMAScript prints every
@@ -133,42 +133,27 @@ pub(crate) fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &str {
     std::str::from_utf8(&digits[i..]).unwrap_or_default()
 }
 
-/// Whether any byte of `bytes` needs an escape, eight at a time; the last partial word is
-/// padded with a byte that never does.
-fn needs_escape(bytes: &[u8]) -> bool {
-    let mut words = bytes.chunks_exact(8);
-    let any = words
-        .by_ref()
-        .filter_map(|w| <[u8; 8]>::try_from(w).ok())
-        .any(|w| ends_run(u64::from_le_bytes(w)));
-    let rest = words.remainder();
-    let mut last = [b'a'; 8];
-    last[..rest.len()].copy_from_slice(rest);
-    any || ends_run(u64::from_le_bytes(last))
-}
-
 /// Writes a string with the minimal escapes of RFC 8785.
 pub(crate) fn write_string(s: &str, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
-    if !needs_escape(bytes) {
-        // Nearly every string: one copy, whatever its length.
-        out.extend_from_slice(bytes);
-        out.push(b'"');
-        return;
-    }
-    // Runs without a byte to escape are copied whole; eight bytes are tested at a time.
+    // Runs without a byte to escape are copied whole (nearly every string is one such run);
+    // eight bytes are tested at a time, and the first to escape is found within its word.
     let mut start = 0;
     let mut i = 0;
     while i < bytes.len() {
-        let word = bytes
+        if let Some(word) = bytes
             .get(i..i + 8)
-            .and_then(|w| <[u8; 8]>::try_from(w).ok());
-        if word.is_some_and(|w| !ends_run(u64::from_le_bytes(w))) {
-            i += 8;
-            continue;
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+        {
+            let stops = stop_bits(u64::from_le_bytes(word));
+            if stops == 0 {
+                i += 8;
+                continue;
+            }
+            i += (stops.trailing_zeros() / 8) as usize;
         }
         let b = bytes[i];
         i += 1;

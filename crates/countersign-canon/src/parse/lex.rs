@@ -2,11 +2,9 @@
 
 use std::borrow::Cow;
 
-use unicode_normalization::UnicodeNormalization;
-
 use super::Parser;
 use crate::error::{Error, ErrorCode};
-use crate::nfc::is_nfc_fast;
+use crate::nfc::{is_nfc_fast, nfc_segments};
 
 /// The largest integer magnitude a double holds exactly, 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -27,14 +25,15 @@ static STOPS: [bool; 256] = {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is `"`, `\\` or below 0x20. It may also say yes for a byte after
-/// one that is; the caller then rescans byte by byte, so that costs only time.
-pub(crate) fn ends_run(word: u64) -> bool {
+/// The high bit of each byte of `word` (read little-endian) that is `"`, `\\` or below 0x20.
+/// The lowest bit set always marks the first such byte; bits above it may be false alarms,
+/// because a borrow runs upward from a matching byte only.
+pub(crate) fn stop_bits(word: u64) -> u64 {
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH_BITS;
     let quote = zero_byte(word ^ (ONES * u64::from(b'"')));
     let backslash = zero_byte(word ^ (ONES * u64::from(b'\\')));
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS;
-    (quote | backslash | control) != 0
+    quote | backslash | control
 }
 
 /// Whether `n`'s canonical text is an integer literal beyond ±(2^53−1): ECMAScript writes every
@@ -142,19 +141,27 @@ impl<'a> Parser<'a> {
         let mut high = 0u8;
         loop {
             let mut i = self.pos;
-            // Eight bytes at a time while none of them ends the run.
+            // Eight bytes at a time; the first byte that ends the run is found within its word.
+            let mut found = false;
             while let Some(word) = self.bytes.get(i..i + 8) {
                 let Ok(word) = <[u8; 8]>::try_from(word) else {
                     break;
                 };
                 let word = u64::from_le_bytes(word);
-                if ends_run(word) {
+                let stops = stop_bits(word);
+                if stops != 0 {
+                    let before = stops.trailing_zeros() / 8;
+                    // The bytes before the stop, as a mask: 0 to 7 whole bytes.
+                    let mask = (1u64 << (before * 8)) - 1;
+                    high |= u8::from((word & mask & HIGH_BITS) != 0) << 7;
+                    i += before as usize;
+                    found = true;
                     break;
                 }
                 high |= u8::from((word & HIGH_BITS) != 0) << 7;
                 i += 8;
             }
-            while let Some(&b) = self.bytes.get(i) {
+            while !found && let Some(&b) = self.bytes.get(i) {
                 if STOPS[usize::from(b)] {
                     break;
                 }
@@ -182,7 +189,7 @@ impl<'a> Parser<'a> {
                 }
                 Some(b'\\') => {
                     let c = self.escape()?;
-                    let s = owned.get_or_insert_with(String::new);
+                    let s = owned.get_or_insert_with(|| String::with_capacity(2 * run.len() + 16));
                     s.push_str(run);
                     s.push(c);
                     start = self.pos;
@@ -261,7 +268,7 @@ fn normalize(s: Cow<'_, str>) -> Cow<'_, str> {
     if is_nfc_fast(&s) {
         s
     } else {
-        Cow::Owned(s.nfc().collect())
+        Cow::Owned(nfc_segments(&s))
     }
 }
 

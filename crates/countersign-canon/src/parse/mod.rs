@@ -12,13 +12,14 @@
 mod lex;
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use crate::error::{Error, ErrorCode};
 use crate::nfc::nfc_owned;
 use crate::value::Value;
 use crate::{Limits, Profile};
 
-pub(crate) use lex::{ends_run, integral_beyond_safe};
+pub(crate) use lex::{integral_beyond_safe, stop_bits};
 
 /// What the parser reports, in document order.
 ///
@@ -115,6 +116,7 @@ fn parse_text<'a, S: Sink<'a>>(
     sink: &mut S,
 ) -> Result<(), Error> {
     let input = text.as_bytes();
+    let (open, key_offsets) = SPARE.take();
     let mut parser = Parser {
         src: text,
         bytes: input,
@@ -122,14 +124,33 @@ fn parse_text<'a, S: Sink<'a>>(
         nfc: profile == Profile::CountersignV1,
         check_numbers,
         max_depth: limits.max_depth,
-        key_offsets: Vec::new(),
+        open,
+        key_offsets,
     };
-    parser.document(sink)?;
-    parser.skip_ws();
-    if parser.pos != input.len() {
-        return Err(parser.invalid("unexpected characters after the value"));
+    let result = parser.document(sink).and_then(|()| {
+        parser.skip_ws();
+        if parser.pos == input.len() {
+            Ok(())
+        } else {
+            Err(parser.invalid("unexpected characters after the value"))
+        }
+    });
+    let (mut open, mut key_offsets) = (parser.open, parser.key_offsets);
+    if open.capacity() <= SPARE_KEPT && key_offsets.capacity() <= SPARE_KEPT {
+        open.clear();
+        key_offsets.clear();
+        SPARE.set((open, key_offsets));
     }
-    Ok(())
+    result
+}
+
+/// The largest spare stack kept for the thread's next parse; a bigger one is freed.
+const SPARE_KEPT: usize = 1024;
+
+thread_local! {
+    /// The parser's stacks, kept from one parse to the next on the same thread so that a
+    /// parse allocates nothing of its own.
+    static SPARE: Cell<(Vec<Open>, Vec<usize>)> = const { Cell::new((Vec::new(), Vec::new())) };
 }
 
 #[derive(Clone, Copy)]
@@ -147,6 +168,8 @@ struct Parser<'a> {
     /// Whether numbers are converted and their ranges checked (off when parsing again).
     check_numbers: bool,
     max_depth: usize,
+    /// The open arrays and objects, innermost last (lent to [`Parser::document`]).
+    open: Vec<Open>,
     /// Byte offsets of the member names of every open object, innermost last: only read when
     /// a duplicate has to be located, but kept so locating it needs no second parse of the text.
     key_offsets: Vec<usize>,
@@ -154,7 +177,13 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn document<S: Sink<'a>>(&mut self, sink: &mut S) -> Result<(), Error> {
-        let mut stack: Vec<Open> = Vec::new();
+        let mut stack = std::mem::take(&mut self.open);
+        let result = self.values(&mut stack, sink);
+        self.open = stack;
+        result
+    }
+
+    fn values<S: Sink<'a>>(&mut self, stack: &mut Vec<Open>, sink: &mut S) -> Result<(), Error> {
         'value: loop {
             self.skip_ws();
             match self.peek() {
