@@ -36,9 +36,9 @@ impl Gate {
         let now = self.now();
         let policy = self.policy();
         let mut expired = 0;
-        let mut failed = Vec::new();
         let due = self.store.due(now, limit).await?;
         let listed = due.len();
+        let (mut failures, mut first_failure) = (0, None);
         for id in due {
             match self
                 .on_draft(id.clone(), |snap| decide_expire(snap, &policy, now))
@@ -47,13 +47,15 @@ impl Gate {
                 Ok(true) => expired += 1,
                 Ok(false) => {}
                 Err(e) => {
-                    tracing::warn!(draft = %id, code = e.code().as_str(), error = %e, "draft not expired; passed over");
-                    failed.push(e);
+                    let code = e.code().as_str();
+                    tracing::warn!(draft = %id, code, error = %e, "draft not expired; passed over");
+                    failures += 1;
+                    first_failure.get_or_insert(e);
                 }
             }
         }
-        if failed.len() == listed && listed > 0 {
-            return Err(failed.swap_remove(0));
+        if let Some(e) = first_failure.filter(|_| failures == listed) {
+            return Err(e);
         }
         Ok(expired)
     }
