@@ -170,3 +170,117 @@ async fn a_refused_write_fails_only_its_own_transition() {
     assert_eq!(records.len(), 320, "one proposal record each, nothing else");
     drop_schema(&url, &schema).await;
 }
+
+/// On a fresh store, 12 drafts, then 12 stale revisions of them (refused, never counted) and
+/// `proposals` proposals queued behind them for the quota's 4 places left. What landed, what was refused, and the
+/// largest batch.
+async fn race(url: &str, proposals: usize) -> (usize, usize, usize) {
+    let (store, schema) = store(url).await;
+    // Room for 16 proposals in the window.
+    let tight = POLICY.replace("max = 1000000,", "max = 16,");
+    let policy = Policy::from_toml(&tight).expect("policy");
+    let g = Arc::new(Gate::new(store.clone(), Arc::new(policy)).with_clock(ManualClock::at(T0)));
+    let mut earlier = Vec::new();
+    for i in 0..12 {
+        earlier.push(propose(&g, "publish_post", &format!(r#"{{"title":"early {i}"}}"#)).await);
+    }
+    // The principal's quota lock, taken as the store takes it, held from outside while the
+    // transitions queue: the revisions first, then the proposals, so that the batches formed
+    // when it is let go hold proposals behind revisions of the same principal.
+    let holder = countersign_testkit::postgres::client(url).await;
+    let lock = "SELECT pg_advisory_lock($1, hashtext($2))";
+    let key = (
+        0x6373_6704_i32,
+        r#"{"tenant":null,"subject":null,"session":null}"#,
+    );
+    holder.execute(lock, &[&key.0, &key.1]).await.expect("lock");
+    // A revision none of them has: every revise is stale.
+    let stale = "0".repeat(64);
+    let revisions: Vec<_> = earlier
+        .iter()
+        .map(|d| {
+            let (g, id, stale) = (g.clone(), d.id().clone(), stale.clone());
+            tokio::spawn(async move {
+                g.revise(id.as_str(), &stale, br#"{"title":"changed"}"#)
+                    .await
+                    .expect_err("stale")
+                    .code()
+                    .as_str()
+                    .to_owned()
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let raced: Vec<_> = (0..proposals)
+        .map(|i| {
+            let g = g.clone();
+            tokio::spawn(async move {
+                let args = format!(r#"{{"title":"raced {i}"}}"#);
+                g.propose(countersign_gate::Proposal {
+                    action: "publish_post",
+                    args: args.as_bytes(),
+                    tool: countersign_testkit::gate::tool(),
+                    principal: countersign_canon::Principal::default(),
+                })
+                .await
+                .map(|d| d.id().clone())
+                .map_err(|e| e.code().as_str().to_owned())
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let unlock = "SELECT pg_advisory_unlock($1, hashtext($2))";
+    holder
+        .execute(unlock, &[&key.0, &key.1])
+        .await
+        .expect("unlock");
+    for r in revisions {
+        let code = r.await.expect("task");
+        assert!(
+            code == "STALE_REVISION" || code == "QUOTA_EXCEEDED",
+            "a stale revise is refused for what it is: {code}"
+        );
+    }
+    let (mut landed, mut refused) = (0, 0);
+    for p in raced {
+        match p.await.expect("task") {
+            Ok(id) => {
+                assert!(store.draft(&id).await.expect("read").is_some());
+                landed += 1;
+            }
+            Err(code) => {
+                assert_eq!(code, "QUOTA_EXCEEDED");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!(store.drafts().await.expect("drafts").len(), 12 + landed);
+    verify(&store.audit().await.expect("audit"), None).expect("the chain holds");
+    let largest = store.largest_batch();
+    drop_schema(url, &schema).await;
+    (landed, refused, largest)
+}
+
+/// One principal's transitions share batches. Each member decides as if every member of its
+/// principal before it in the batch had proposed, so a proposal behind stale revisions may be
+/// refused on counts that were too high; it runs again alone, and no place is lost: 4
+/// proposals for 4 places all land, every round. With 12 proposals for the 4 places, exactly 4
+/// land: the quota holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_principals_transitions_share_batches_and_hold_its_quota_exactly() {
+    let Some(url) = countersign_testkit::require_env("COUNTERSIGN_TEST_POSTGRES") else {
+        return;
+    };
+    let mut largest = 0;
+    for _ in 0..5 {
+        let (landed, refused, batch) = race(&url, 4).await;
+        assert_eq!((landed, refused), (4, 0), "a place was lost");
+        largest = largest.max(batch);
+    }
+    let (landed, refused, batch) = race(&url, 12).await;
+    assert_eq!((landed, refused), (4, 8), "the quota's 4 places, no more");
+    assert!(
+        largest.max(batch) > 1,
+        "transitions of one principal never shared a transaction"
+    );
+}

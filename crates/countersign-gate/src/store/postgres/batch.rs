@@ -24,6 +24,7 @@ use deadpool_postgres::Pool;
 use tokio::sync::oneshot;
 
 use super::rows::{Bound, draft_row, op_row, sealed};
+use super::shared_quota;
 use super::sql::{BEGIN, Sql, Statements, pg, prepare};
 use super::tenancy::{self, Quota};
 use super::tx::{Ended, OpenTx, ended, in_order, seal_and_commit, writes};
@@ -131,7 +132,7 @@ impl Queue {
 
     /// The next batch: waiting transitions in arrival order, skipping any that shares a draft
     /// or an operation with one already taken (it must see that one's writes, so it waits for
-    /// the next batch). Empty when nothing waits, and then the calling worker is done: the
+    /// the next batch). Transitions of one principal share a batch (see [`shared_quota`]). Empty when nothing waits, and then the calling worker is done: the
     /// check and the count change under one lock, so a transition queued right after is seen
     /// by a new worker.
     fn take(&self) -> Vec<Member> {
@@ -140,7 +141,6 @@ impl Queue {
         };
         let mut drafts = HashSet::new();
         let mut operations = HashSet::new();
-        let mut principals = HashSet::new();
         let mut taken = Vec::new();
         let mut left = VecDeque::new();
         while let Some(m) = state.waiting.pop_front() {
@@ -148,17 +148,13 @@ impl Queue {
                 continue;
             }
             let clash = m.draft.as_ref().is_some_and(|d| drafts.contains(d))
-                || m.operation.as_ref().is_some_and(|o| operations.contains(o))
-                || m.quota
-                    .as_ref()
-                    .is_some_and(|q| principals.contains(&q.principal));
+                || m.operation.as_ref().is_some_and(|o| operations.contains(o));
             if clash || taken.len() == self.limits.members {
                 left.push_back(m);
                 continue;
             }
             drafts.extend(m.draft.clone());
             operations.extend(m.operation.clone());
-            principals.extend(m.quota.as_ref().map(|q| q.principal.clone()));
             taken.push(m);
         }
         state.waiting = left;
@@ -285,7 +281,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     ) else {
         return alone(members);
     };
-    let quotas: Vec<&Quota> = members.iter().filter_map(|m| m.quota.as_ref()).collect();
+    let quotas = shared_quota::reads(members.iter().filter_map(|m| m.quota.as_ref()));
     let qst = if quotas.is_empty() {
         None
     } else {
@@ -358,13 +354,17 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
 
     // Each member decides on its own snapshot, in its own task.
     let mut asked = Vec::with_capacity(members.len());
+    let mut shares = shared_quota::Shares::default();
     for m in members {
         let draft = m.draft.as_ref().and_then(|d| drafts.remove(d.as_str()));
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
-        let quota_counts = m.quota.as_ref().map(|q| tenancy::counts_of(&quota_rows, q));
-        let (open, proposals) = match quota_counts.transpose() {
-            Ok(c) => c.unwrap_or((None, RateWindow::default())),
+        let quota_counts = m
+            .quota
+            .as_ref()
+            .map(|q| shares.counts(&quota_rows, &quotas, q));
+        let ((open, proposals), exact) = match quota_counts.transpose() {
+            Ok(c) => c.unwrap_or(((None, RateWindow::default()), true)),
             // Counts that cannot be read are decided on alone, never guessed.
             Err(_) => {
                 let _ = m.turn.send(Turn::Alone);
@@ -390,15 +390,19 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
             done: done_rx,
         };
         if m.turn.send(turn).is_ok() {
-            asked.push((decided, done, stored, m.quota));
+            asked.push((decided, done, stored, m.quota, exact));
         }
     }
     let deadline = tokio::time::Instant::now() + DECIDE_WITHIN;
     let mut decided = Vec::with_capacity(asked.len());
-    for (decision, done, stored, quota) in asked {
+    for (decision, done, stored, quota, exact) in asked {
         match tokio::time::timeout_at(deadline, decision).await {
-            // A spend with no budget read is written alone, where the budget writes live.
-            Ok(Ok(commit)) if !commit.budget_spend.is_empty() => {
+            // A spend with no budget read is written alone, where the budget writes live; so
+            // is a member that did not propose on counts that may have been too high.
+            Ok(Ok(commit))
+                if !commit.budget_spend.is_empty()
+                    || (!exact && commit.proposal_event.is_none()) =>
+            {
                 let _ = done.send(Done::Alone);
             }
             Ok(Ok(commit)) => decided.push((done, commit, stored, quota)),

@@ -34,6 +34,7 @@ mod budget;
 mod cursor;
 mod log;
 mod rows;
+mod shared_quota;
 mod sql;
 mod tenancy;
 mod tx;

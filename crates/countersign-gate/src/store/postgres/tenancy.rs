@@ -324,7 +324,7 @@ pub(super) async fn purge(
 pub(super) struct Quota {
     pub(super) principal: String,
     pub(super) since: i64,
-    open_at: Option<i64>,
+    pub(super) open_at: Option<i64>,
 }
 
 impl Quota {
@@ -341,7 +341,7 @@ impl Quota {
 pub(super) async fn batch_counts(
     tx: &tokio_postgres::Client,
     st: &Statements,
-    quotas: &[&Quota],
+    quotas: &[Quota],
 ) -> std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error> {
     let principals: Vec<&str> = quotas.iter().map(|q| q.principal.as_str()).collect();
     let since: Vec<i64> = quotas.iter().map(|q| q.since).collect();
