@@ -45,8 +45,8 @@ mod fixtures;
 #[path = "support/rules.rs"]
 mod rules;
 use fixtures::{
-    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy, rt,
-    secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
+    LEDGER, NOW, PROSE, Tokens, args_1k, args_256, gated_cycle, ledger_binding, nonce, policy,
+    proposal, rt, secret_bytes, sqlite_baseline, sqlite_insert_tx, tool_arguments,
 };
 
 /// A path that can be counted: its name, what runs it, and the iterations of its short and
@@ -114,6 +114,11 @@ const WORKLOADS: &[Workload] = &[
     Workload {
         name: "gate_cycle_memory",
         run: gate_cycle_memory,
+        iterations: HEAVY,
+    },
+    Workload {
+        name: "gate_propose_memory",
+        run: gate_propose_memory,
         iterations: HEAVY,
     },
     Workload {
@@ -272,6 +277,16 @@ fn gate_cycles(gate: &Gate, iters: u64) {
 
 fn gate_cycle_memory(iters: u64) {
     gate_cycles(&Gate::new(Arc::new(MemoryStore::new()), policy()), iters);
+}
+
+fn gate_propose_memory(iters: u64) {
+    let gate = Gate::new(Arc::new(MemoryStore::new()), policy());
+    let args = args_1k();
+    rt().block_on(async {
+        for _ in 0..iters {
+            black_box(gate.propose(proposal(&args)).await.expect("propose"));
+        }
+    });
 }
 
 fn gate_cycle_sqlite(iters: u64) {

@@ -16,52 +16,85 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick};
 
 /// The NFC form of `s`, borrowed when `s` is already NFC.
 pub fn nfc(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() || is_nfc_fast(s) {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(nfc_segments(s))
+    if s.is_ascii() {
+        return Cow::Borrowed(s);
+    }
+    match normalized(s) {
+        None => Cow::Borrowed(s),
+        Some(changed) => Cow::Owned(changed),
     }
 }
 
 /// The NFC form of `s`, reusing its buffer when it is already NFC.
 pub(crate) fn nfc_owned(s: String) -> String {
-    if s.is_ascii() || is_nfc_fast(&s) {
-        s
-    } else {
-        nfc_segments(&s)
+    if s.is_ascii() {
+        return s;
     }
+    normalized(&s).unwrap_or(s)
 }
 
-/// Whether `s` is NFC, known quickly. Call it for text that is not ASCII.
+/// Whether `s` is NFC, known quickly: only the stretches around characters outside the bitmap
+/// go through the crate's quick check.
+#[cfg(test)]
 pub(crate) fn is_nfc_fast(s: &str) -> bool {
-    first_unsafe(s).is_none() || is_nfc_quick(s.chars()) == IsNormalized::Yes
+    let mut pos = 0;
+    while let Some((at, end)) = unsafe_stretch(s, pos) {
+        let stretch = s.get(at..end).unwrap_or_default();
+        if is_nfc_quick(stretch.chars()) != IsNormalized::Yes {
+            return false;
+        }
+        pos = end;
+    }
+    true
 }
 
-/// The NFC form of `s`, which is not known to be NFC already. Only the stretches around
-/// characters outside the bitmap go through the full algorithm: the text is cut before a
-/// character of the bitmap, which composes with nothing on its left and cannot be reordered
-/// with anything before it, so each stretch normalizes on its own.
-pub(crate) fn nfc_segments(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut rest = s;
-    while let Some(unsafe_at) = first_unsafe(rest) {
-        // The character before the first unsafe one may compose with it: start there.
-        let start = rest
-            .get(..unsafe_at)
+/// The NFC form of `s` when it is not NFC already; `None` when it is.
+///
+/// The text is cut before each character of the bitmap, which composes with nothing on its
+/// left and cannot be reordered with anything before it, so each stretch from a character
+/// outside the bitmap to the next one inside is checked, and normalized, on its own. (The quick
+/// check of the whole string is the worst of its stretches' checks: a character of the bitmap
+/// has combining class 0 and quick check "yes", so it changes nothing and resets the order
+/// check.) Stretches that pass the check are not copied until one fails; from then on each is
+/// normalized, the character before it included, since it may compose with the stretch.
+pub(crate) fn normalized(s: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    // Bytes of `s` accounted for in `out`, and where the scan goes on.
+    let (mut copied, mut pos) = (0, 0);
+    while let Some((at, end)) = unsafe_stretch(s, pos) {
+        pos = end;
+        if out.is_none() {
+            let stretch = s.get(at..end).unwrap_or_default();
+            if is_nfc_quick(stretch.chars()) == IsNormalized::Yes {
+                continue;
+            }
+        }
+        let start = s
+            .get(..at)
             .and_then(|before| before.char_indices().next_back())
-            .map_or(0, |(i, _)| i);
-        let after = rest.get(unsafe_at..).unwrap_or_default();
-        let end = after
-            .char_indices()
-            .skip(1)
-            .find(|&(_, c)| is_safe_char(c))
-            .map_or(rest.len(), |(i, _)| unsafe_at + i);
-        out.push_str(rest.get(..start).unwrap_or_default());
-        out.extend(rest.get(start..end).unwrap_or_default().nfc());
-        rest = rest.get(end..).unwrap_or_default();
+            .map_or(0, |(i, _)| i)
+            .max(copied);
+        let buf = out.get_or_insert_with(|| String::with_capacity(s.len()));
+        buf.push_str(s.get(copied..start).unwrap_or_default());
+        buf.extend(s.get(start..end).unwrap_or_default().nfc());
+        copied = end;
     }
-    out.push_str(rest);
-    out
+    let mut buf = out?;
+    buf.push_str(s.get(copied..).unwrap_or_default());
+    Some(buf)
+}
+
+/// From `pos` on, the first character of `s` outside the bitmap and the end of its stretch
+/// (the next character inside it, or the end of `s`), as byte offsets.
+fn unsafe_stretch(s: &str, pos: usize) -> Option<(usize, usize)> {
+    let at = pos + first_unsafe(s.get(pos..)?)?;
+    let end = s
+        .get(at..)?
+        .char_indices()
+        .skip(1)
+        .find(|&(_, c)| is_safe_char(c))
+        .map_or(s.len(), |(i, _)| at + i);
+    Some((at, end))
 }
 
 /// Whether `c` is in the bitmap (everything below U+0300 is; nothing above the BMP counts).
@@ -215,7 +248,11 @@ mod tests {
                     for d in ["", "x", "\u{301}", "\u{1161}"] {
                         let s = [a, b, c, d].concat();
                         let truth: String = s.nfc().collect();
-                        assert_eq!(nfc_segments(&s), truth, "{s:?}");
+                        match normalized(&s) {
+                            // Left as it is only when it is NFC already.
+                            None => assert_eq!(s, truth, "{s:?}"),
+                            Some(changed) => assert_eq!(changed, truth, "{s:?}"),
+                        }
                         assert_eq!(nfc(&s), truth, "{s:?}");
                         checked += 1;
                     }

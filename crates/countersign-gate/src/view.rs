@@ -121,6 +121,15 @@ pub fn envelope_value(draft: &Draft) -> Result<Value> {
         .map_err(|_| Error::Tampered)
 }
 
+/// The arguments of a draft whose bytes were checked against its revision by the transaction
+/// that handed it over (the claim of a run): hashing them again would check nothing new.
+/// `None` when they do not parse or hold no arguments.
+pub(crate) fn checked_args(draft: &Draft) -> Option<Value> {
+    let mut envelope =
+        countersign_canon::parse(&draft.canonical, Profile::CountersignV1, &STORED_LIMITS).ok()?;
+    envelope.as_object_mut()?.remove("args")
+}
+
 /// The manifest of a canonical envelope, hidden fields (pointers into `args`) marked.
 ///
 /// # Errors

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use super::Parser;
 use crate::error::{Error, ErrorCode};
-use crate::nfc::{is_nfc_fast, nfc_segments};
+use crate::nfc::normalized;
 
 /// The largest integer magnitude a double holds exactly, 2^53 − 1.
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
@@ -265,10 +265,9 @@ impl<'a> Parser<'a> {
 
 /// NFC of non-ASCII text; stays borrowed when it is already normal.
 fn normalize(s: Cow<'_, str>) -> Cow<'_, str> {
-    if is_nfc_fast(&s) {
-        s
-    } else {
-        Cow::Owned(nfc_segments(&s))
+    match normalized(&s) {
+        None => s,
+        Some(changed) => Cow::Owned(changed),
     }
 }
 

@@ -30,15 +30,25 @@ pub fn text(s: &str) -> String {
     out
 }
 
-/// Applies the `multiline` rule.
+/// Applies the `multiline` rule: one pass, each line's tail trimmed as its end is reached.
 pub fn multiline(s: &str) -> String {
-    let unified = s.replace("\r\n", "\n").replace('\r', "\n");
-    let mut out = String::with_capacity(unified.len());
-    for (i, line) in unified.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    loop {
+        let end = rest
+            .bytes()
+            .position(|b| b == b'\r' || b == b'\n')
+            .unwrap_or(rest.len());
+        let (line, tail) = rest.split_at_checked(end).unwrap_or((rest, ""));
         out.push_str(line.trim_end_matches([' ', '\t']));
+        // CRLF is one line end; a lone CR or LF is one too.
+        let skip = match tail.as_bytes() {
+            [] => break,
+            [b'\r', b'\n', ..] => 2,
+            _ => 1,
+        };
+        out.push('\n');
+        rest = tail.get(skip..).unwrap_or_default();
     }
     out
 }
@@ -72,6 +82,33 @@ mod tests {
         assert_eq!(multiline("a  \r\nb\t\rc \n"), "a\nb\nc\n");
         assert_eq!(multiline("  keep leading"), "  keep leading");
         assert_eq!(multiline("x\r\r\ny"), "x\n\ny");
+        assert_eq!(multiline("\r\n\r\n"), "\n\n");
+        assert_eq!(multiline("é \t\rü"), "é\nü");
+        assert_eq!(multiline(""), "");
+    }
+
+    /// Every string of up to five pieces gives what the rule's definition gives.
+    #[test]
+    fn multiline_is_its_definition() {
+        let definition = |s: &str| {
+            let unified = s.replace("\r\n", "\n").replace('\r', "\n");
+            let lines: Vec<&str> = unified
+                .split('\n')
+                .map(|l| l.trim_end_matches([' ', '\t']))
+                .collect();
+            lines.join("\n")
+        };
+        let pieces = ["a", " ", "\t", "\r", "\n", "é", "\r\n", ""];
+        let mut strings = vec![String::new()];
+        for _ in 0..5 {
+            strings = strings
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| format!("{s}{p}")))
+                .collect();
+            for s in &strings {
+                assert_eq!(multiline(s), definition(s), "{s:?}");
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::gate::{Gate, millis};
 use crate::model::{Draft, DraftId, OpStatus};
 use crate::state::State;
 use crate::store::{BudgetKey, Commit, Snapshot, TxKeys};
-use crate::view::{envelope_value, parse_revision};
+use crate::view::{checked_args, parse_revision};
 
 use claim::{ClaimCtx, Verdict};
 
@@ -191,10 +191,7 @@ impl Gate {
         // The claim already checked these bytes against the revision; if they still cannot be
         // read back, nothing runs: the run is recorded as a terminal failure, never called with
         // anything but the approved arguments.
-        let Some(args) = envelope_value(&draft)
-            .ok()
-            .and_then(|v| v.pointer("/args").cloned())
-        else {
+        let Some(args) = checked_args(&draft) else {
             let refused = Err(ActionError::terminal(
                 "the approved envelope could not be read back; nothing was run",
             ));
