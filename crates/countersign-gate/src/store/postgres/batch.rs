@@ -132,9 +132,9 @@ impl Queue {
 
     /// The next batch: waiting transitions in arrival order, skipping any that shares a draft
     /// or an operation with one already taken (it must see that one's writes, so it waits for
-    /// the next batch). Transitions of one principal share a batch (see [`shared_quota`]). Empty when nothing waits, and then the calling worker is done: the
-    /// check and the count change under one lock, so a transition queued right after is seen
-    /// by a new worker.
+    /// the next batch); transitions of one principal may share one (see [`shared_quota`]).
+    /// Empty when nothing waits, and then the calling worker is done: the check and the count
+    /// change under one lock, so a transition queued right after is seen by a new worker.
     fn take(&self) -> Vec<Member> {
         let Ok(mut state) = self.state.lock() else {
             return Vec::new();
