@@ -119,7 +119,7 @@ impl Channel {
         }
     }
 
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    /// The channel an audit record or a stored row names.
     pub(crate) fn parse(s: &str) -> Option<Self> {
         match s {
             "cli" => Some(Channel::Cli),
