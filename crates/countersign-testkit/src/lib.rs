@@ -8,7 +8,8 @@
 //! implementation of the log's formats, as a checker), `webhooks` (a notification receiver,
 //! the `standardwebhooks` package as the judge of signatures, and the test Python that runs it
 //! and `prometheus_client`'s parser). `timing`, `ssh` (keys made by `ssh-keygen`), `policy`
-//! (policy text shared by suites and benchmarks) and [`require_env`] need nothing.
+//! (policy text shared by suites and benchmarks), `port` (loopback ports reserved for the
+//! servers a test starts) and [`require_env`] need nothing.
 
 #[cfg(feature = "browser")]
 pub mod browser;
@@ -21,6 +22,7 @@ pub mod mcp;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 pub mod policy;
+pub mod port;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "replay")]

@@ -7,13 +7,12 @@
 
 use countersign_mcp::demo::DEMO_POLICY;
 use countersign_testkit::browser::{Chrome, have_chromium};
+use countersign_testkit::port::Reserved;
 use serde_json::{Value, json};
 
 use crate::common::*;
 use crate::replicas::{Replica, demo_args, execute_t, posts, propose_t, strs};
-use crate::review_replicas::{
-    approve, enroll_link, free_port, person_with_passkey, sign_in, write_approvers,
-};
+use crate::review_replicas::{approve, enroll_link, person_with_passkey, sign_in, write_approvers};
 
 /// The draft's state and revision as the agent reads them.
 async fn status(agent: &Client, draft: &str) -> Value {
@@ -72,7 +71,9 @@ async fn an_edit_is_its_editors_proposal_and_only_approvers_may_edit_or_reject()
     let out = home.path().join("out");
     let mut args = demo_args(&out);
     args.extend(["--approvers".into(), approvers.display().to_string()]);
-    let port = free_port();
+    // The server is started twice on this port: held for the test, so nothing takes it between.
+    let reserved = Reserved::new();
+    let port = reserved.port();
     let addr = format!("127.0.0.1:{port}");
     let origin = format!("http://localhost:{port}");
 

@@ -9,17 +9,13 @@ use std::path::Path;
 
 use countersign_mcp::demo::DEMO_POLICY;
 use countersign_testkit::browser::{Chrome, have_chromium};
+use countersign_testkit::port::Reserved;
 use serde_json::json;
 
 use crate::common::*;
 use crate::replicas::{
     Database, Replica, demo_args, execute_t, postgres_url, posts, propose_t, strs,
 };
-
-pub(crate) fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
 
 /// The approvers file: `people` as (name, passkey line).
 pub(crate) fn write_approvers(path: &Path, people: &[(&str, &str)]) {
@@ -96,7 +92,9 @@ async fn two_people_on_two_replicas_complete_a_quorum_of_two_in_the_browser() {
     let out = home.path().join("out");
     let mut args = demo_args(&out);
     args.extend(["--approvers".into(), approvers.display().to_string()]);
-    let (pa, pb) = (free_port(), free_port());
+    // Each replica is started twice on its port: held for the test, so nothing takes it between.
+    let (reserved_a, reserved_b) = (Reserved::new(), Reserved::new());
+    let (pa, pb) = (reserved_a.port(), reserved_b.port());
     let (addr_a, addr_b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
     // A passkey's relying party is a name: the page is opened on localhost.
     let (origin_a, origin_b) = (

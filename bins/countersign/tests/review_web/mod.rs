@@ -19,6 +19,7 @@ use countersign_gate::{ActionFuture, ActionOutput};
 use countersign_gate::{Draft, Error, Execution, FnAction, Gate, Proposal};
 use countersign_replay::{OpenOptions, StoreUrl};
 pub(crate) use countersign_testkit::browser::{Chrome, have_chromium, one_at_a_time};
+use countersign_testkit::port::Reserved;
 
 /// The token secret the page and the command share, so links minted by one open on the other.
 pub(crate) const SECRET: &str = "6a6b6c6d6e6f707172737475767778797a7b7c7d7e7f80818283848586878889";
@@ -68,12 +69,10 @@ pub(crate) struct Env {
     dir: tempfile::TempDir,
     policy: String,
     pub(crate) port: u16,
+    // The enroll page and then the review page listen on `port`: held for the test, so nothing
+    // takes it between them.
+    _reserved: Reserved,
     ran: Arc<std::sync::Mutex<Vec<Vec<u8>>>>,
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 impl Env {
@@ -83,10 +82,12 @@ impl Env {
 
     pub(crate) fn with_policy(policy: &str) -> Env {
         let dir = tempfile::tempdir().expect("tempdir");
+        let reserved = Reserved::new();
         let env = Env {
             dir,
             policy: policy.to_owned(),
-            port: free_port(),
+            port: reserved.port(),
+            _reserved: reserved,
             ran: Arc::default(),
         };
         std::fs::create_dir_all(env.home()).expect("home");
