@@ -229,6 +229,12 @@ async fn race(url: &str, proposals: usize) -> (usize, usize, usize) {
         })
         .collect();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Were the lock not the one the store takes, everything would have run by now and the
+    // batches below would not be the ones this test is about.
+    assert!(
+        revisions.iter().all(|t| !t.is_finished()) && raced.iter().all(|t| !t.is_finished()),
+        "the lock held from outside orders the queue"
+    );
     let unlock = "SELECT pg_advisory_unlock($1, hashtext($2))";
     holder
         .execute(unlock, &[&key.0, &key.1])
