@@ -33,21 +33,6 @@ pub(crate) fn nfc_owned(s: String) -> String {
     normalized(&s).unwrap_or(s)
 }
 
-/// Whether `s` is NFC, known quickly: only the stretches around characters outside the bitmap
-/// go through the crate's quick check.
-#[cfg(test)]
-pub(crate) fn is_nfc_fast(s: &str) -> bool {
-    let mut pos = 0;
-    while let Some((at, end)) = unsafe_stretch(s, pos) {
-        let stretch = s.get(at..end).unwrap_or_default();
-        if is_nfc_quick(stretch.chars()) != IsNormalized::Yes {
-            return false;
-        }
-        pos = end;
-    }
-    true
-}
-
 /// The NFC form of `s` when it is not NFC already; `None` when it is.
 ///
 /// The text is cut before each character of the bitmap, which composes with nothing on its
@@ -170,12 +155,10 @@ mod tests {
         assert!(matches!(nfc("plain"), Cow::Borrowed(_)));
         assert!(matches!(nfc("d\u{e9}j\u{e0}"), Cow::Borrowed(_)));
         assert!(matches!(nfc("\u{65e5}\u{672c}\u{8a9e}"), Cow::Borrowed(_)));
-        assert!(is_nfc_fast(
-            "\u{3b1}\u{3b2} \u{436}\u{44b} \u{65e5} \u{ac00}"
-        ));
+        assert!(normalized("\u{3b1}\u{3b2} \u{436}\u{44b} \u{65e5} \u{ac00}").is_none());
         // Characters that are never NFC, in each UTF-8 length the fast path decodes.
         for text in ["\u{344}", "x\u{212b}", "\u{f900}y", "\u{2f800}", "\u{340}a"] {
-            assert!(!is_nfc_fast(text), "{text:?}");
+            assert!(normalized(text).is_some(), "{text:?}");
             assert_ne!(nfc(text), text);
         }
         // "Maybe" from the quick check falls back to the full algorithm.
@@ -210,8 +193,8 @@ mod tests {
             for &tail in &tails {
                 let s: String = [head, tail].into_iter().collect();
                 let truth: String = s.nfc().collect();
-                // "Yes" must be right; "no" may be cautious (the caller then normalizes).
-                assert!(!is_nfc_fast(&s) || truth == s, "{s:?}");
+                // Left as it is only when it is NFC already.
+                assert!(normalized(&s).is_some() || truth == s, "{s:?}");
                 assert_eq!(nfc(&s), truth, "{s:?}");
             }
         }
