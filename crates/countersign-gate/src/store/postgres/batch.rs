@@ -281,7 +281,8 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
     ) else {
         return alone(members);
     };
-    let quotas = shared_quota::reads(members.iter().filter_map(|m| m.quota.as_ref()));
+    let mut shares = shared_quota::Shares::of(members.iter().filter_map(|m| m.quota.as_ref()));
+    let quotas = shares.reads();
     let qst = if quotas.is_empty() {
         None
     } else {
@@ -328,7 +329,7 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
         async { tx.query(&bst.ops, &[&scoped_ops, &op_drafts]).await },
         async {
             match &qst {
-                Some(q) => tenancy::batch_counts(tx, q, &quotas).await,
+                Some(q) => tenancy::batch_counts(tx, q, quotas).await,
                 None => Ok(Vec::new()),
             }
         },
@@ -354,15 +355,11 @@ async fn run(pool: &Pool, sql: &Sql, members: Vec<Member>) {
 
     // Each member decides on its own snapshot, in its own task.
     let mut asked = Vec::with_capacity(members.len());
-    let mut shares = shared_quota::Shares::default();
     for m in members {
         let draft = m.draft.as_ref().and_then(|d| drafts.remove(d.as_str()));
         // Kept to tell a write that only moves the draft's state from one that changes its row.
         let stored = draft.clone();
-        let quota_counts = m
-            .quota
-            .as_ref()
-            .map(|q| shares.counts(&quota_rows, &quotas, q));
+        let quota_counts = m.quota.as_ref().map(|q| shares.counts(&quota_rows, q));
         let ((open, proposals), exact) = match quota_counts.transpose() {
             Ok(c) => c.unwrap_or(((None, RateWindow::default()), true)),
             // Counts that cannot be read are decided on alone, never guessed.

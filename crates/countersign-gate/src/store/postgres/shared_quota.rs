@@ -14,55 +14,65 @@
 //! only because of it, so it writes nothing in the batch and runs alone, deciding afresh on
 //! exact counts, as a transition a batch cannot finish always does.
 
-use std::collections::HashMap;
-
 use super::tenancy::{Quota, counts_of};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::RateWindow;
-
-/// One read per principal of a batch: its earliest window and earliest open-draft deadline.
-pub(super) fn reads<'a>(quotas: impl Iterator<Item = &'a Quota>) -> Vec<Quota> {
-    let mut reads: Vec<Quota> = Vec::new();
-    for q in quotas {
-        match reads.iter_mut().find(|r| r.principal == q.principal) {
-            Some(r) => {
-                r.since = r.since.min(q.since);
-                r.open_at = match (r.open_at, q.open_at) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-            }
-            None => reads.push(q.clone()),
-        }
-    }
-    reads
-}
 
 /// A member's counts: open drafts (when it asked for them) and proposals in its window.
 pub(super) type Counts = (Option<RateWindow>, RateWindow);
 
-/// Hands out each member's counts in arrival order.
-#[derive(Default)]
+/// The batch's quota reads, one per principal, and what hands each member its counts in
+/// arrival order.
 pub(super) struct Shares {
-    /// Per principal: members before this one in the batch, and those of them that open a draft.
-    before: HashMap<String, (u64, u64)>,
+    /// Per principal: its earliest window and earliest open-draft deadline among the members.
+    reads: Vec<Quota>,
+    /// Beside each read: members of its principal handed counts so far, and those of them that
+    /// open a draft.
+    before: Vec<(u64, u64)>,
 }
 
 impl Shares {
+    /// One read per principal of the members' quotas.
+    pub(super) fn of<'a>(quotas: impl Iterator<Item = &'a Quota>) -> Shares {
+        let mut reads: Vec<Quota> = Vec::new();
+        for q in quotas {
+            match reads.iter_mut().find(|r| r.principal == q.principal) {
+                Some(r) => {
+                    r.since = r.since.min(q.since);
+                    r.open_at = match (r.open_at, q.open_at) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => reads.push(q.clone()),
+            }
+        }
+        let before = vec![(0, 0); reads.len()];
+        Shares { reads, before }
+    }
+
+    /// What the batch reads: one quota per principal.
+    pub(super) fn reads(&self) -> &[Quota] {
+        &self.reads
+    }
+
     /// The counts `q`'s member decides on, and whether they are exactly what a transaction of
     /// its own would read.
     pub(super) fn counts(
         &mut self,
         rows: &[tokio_postgres::Row],
-        reads: &[Quota],
         q: &Quota,
     ) -> Result<(Counts, bool)> {
-        let read = reads
+        let unread = || Error::store("postgres: a batch member's principal was not read");
+        let i = self
+            .reads
             .iter()
-            .find(|r| r.principal == q.principal)
-            .unwrap_or(q);
+            .position(|r| r.principal == q.principal)
+            .ok_or_else(unread)?;
+        let (Some(read), Some(before)) = (self.reads.get(i), self.before.get_mut(i)) else {
+            return Err(unread());
+        };
         let (open, made) = counts_of(rows, read)?;
-        let before = self.before.entry(q.principal.clone()).or_default();
         let exact = *before == (0, 0)
             && read.since == q.since
             && (q.open_at.is_none() || read.open_at == q.open_at);
